@@ -1,0 +1,129 @@
+"""Batched greedy and beam search with the incremental-decoding cache.
+
+Each step feeds only the newest token; self-attention keys/values of earlier steps and
+the encoder memory's cross-attention keys/values come from the cache.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from model.transformer import Seq2SeqTransformer
+
+
+def max_output_length(src: Tensor, pad_id: int, max_len_a: float, max_len_b: int, limit: int) -> int:
+    """Longest output allowed: a · (longest source length) + b, capped by the model's positions."""
+    src_len = int((src != pad_id).sum(dim=1).max())
+    return max(1, min(int(max_len_a * src_len + max_len_b), limit - 1))
+
+
+@torch.no_grad()
+def greedy_decode(
+    model: Seq2SeqTransformer,
+    src: Tensor,
+    bos_id: int,
+    eos_id: int,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+    use_cache: bool = True,
+) -> Tensor:
+    """src (B, S) -> tokens (B, T) without BOS, ending at EOS, then padded with ``pad_id``."""
+    pad_id, batch = model.pad_id, src.size(0)
+    max_steps = max_output_length(src, pad_id, max_len_a, max_len_b, model.max_len)
+    memory = model.encode(src)
+    cache = model.new_cache() if use_cache else None
+    tokens = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
+    for _ in range(max_steps):
+        step_input = tokens[:, -1:] if use_cache else tokens  # uncached: re-run the whole prefix
+        logits = model.decode(step_input, memory, src, cache)[:, -1]  # (B, vocab)
+        next_token = logits.argmax(dim=-1).masked_fill(finished, pad_id)
+        tokens = torch.cat([tokens, next_token[:, None]], dim=1)
+        finished |= next_token == eos_id
+        if finished.all():
+            break
+    return tokens[:, 1:]
+
+
+def length_penalty_factor(length: Tensor, alpha: float) -> Tensor:
+    """GNMT length penalty ((5 + length) / 6) ** alpha; alpha = 0 ranks by raw log-probability."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+@torch.no_grad()
+def beam_search(
+    model: Seq2SeqTransformer,
+    src: Tensor,
+    bos_id: int,
+    eos_id: int,
+    beam_size: int = 5,
+    length_penalty: float = 0.6,
+    max_len_a: float = 1.5,
+    max_len_b: int = 10,
+) -> tuple[Tensor, Tensor]:
+    """src (B, S) -> best tokens (B, T) (as ``greedy_decode``) and their normalized scores (B,).
+
+    Finished hypotheses stay in the beam, frozen: they can only extend with padding at no
+    cost, so they compete with the live ones until the end. With ``beam_size=1`` this is
+    exactly greedy decoding.
+    """
+    pad_id, batch, k = model.pad_id, src.size(0), beam_size
+    device = src.device
+    max_steps = max_output_length(src, pad_id, max_len_a, max_len_b, model.max_len)
+    # Every source row is repeated k times: row b*k + j is hypothesis j of sentence b.
+    src = src.repeat_interleave(k, dim=0)  # (B·k, S)
+    memory = model.encode(src)
+    cache = model.new_cache()
+    tokens = torch.full((batch * k, 1), bos_id, dtype=torch.long, device=device)
+    scores = torch.zeros(batch, k, device=device)
+    scores[:, 1:] = float("-inf")  # all k hypotheses start identical: keep only one alive
+    finished = torch.zeros(batch * k, dtype=torch.bool, device=device)
+    lengths = torch.zeros(batch * k, device=device)
+    for _ in range(max_steps):
+        logits = model.decode(tokens[:, -1:], memory, src, cache)[:, -1].float()
+        log_probs = logits.log_softmax(dim=-1)  # (B·k, vocab)
+        # A finished hypothesis may only continue with PAD, at log-probability 0.
+        frozen = torch.full_like(log_probs, float("-inf"))
+        frozen[:, pad_id] = 0.0
+        log_probs = torch.where(finished[:, None], frozen, log_probs)
+        vocab = log_probs.size(-1)
+        candidates = (scores.view(-1, 1) + log_probs).view(batch, k * vocab)  # (B, k·vocab)
+        scores, flat_index = candidates.topk(k, dim=-1)  # (B, k)
+        origin = flat_index // vocab + torch.arange(batch, device=device)[:, None] * k  # (B, k)
+        origin, next_token = origin.view(-1), (flat_index % vocab).view(-1)
+        cache.reorder(origin)
+        finished, lengths = finished[origin], lengths[origin]
+        lengths = lengths + (~finished).float()  # EOS counts, padding does not
+        tokens = torch.cat([tokens[origin], next_token[:, None]], dim=1)
+        finished = finished | (next_token == eos_id)
+        if finished.all():
+            break
+    normalized = scores / length_penalty_factor(lengths.view(batch, k), length_penalty)
+    best = normalized.argmax(dim=-1)  # (B,)
+    rows = best + torch.arange(batch, device=device) * k
+    return tokens[rows, 1:], normalized.gather(1, best[:, None]).squeeze(1)
+
+
+@torch.no_grad()
+def sequence_log_prob(model: Seq2SeqTransformer, src: Tensor, hyp: Tensor, bos_id: int, eos_id: int) -> Tensor:
+    """Total log-probability (B,) the model gives to hypotheses ``hyp`` (B, T) up to their EOS."""
+    pad_id = model.pad_id
+    tgt_in = torch.cat([torch.full_like(hyp[:, :1], bos_id), hyp[:, :-1]], dim=1)
+    log_probs = model(src, tgt_in).float().log_softmax(dim=-1)
+    token_lp = log_probs.gather(-1, hyp[..., None]).squeeze(-1)  # (B, T)
+    return token_lp.masked_fill(hyp == pad_id, 0.0).sum(dim=1)
+
+
+def strip_special(tokens: Tensor, eos_id: int, pad_id: int) -> list[list[int]]:
+    """(B, T) ids -> per-sentence id lists, cut at the first EOS, padding removed."""
+    result = []
+    for row in tokens.tolist():
+        ids = []
+        for t in row:
+            if t == eos_id:
+                break
+            if t != pad_id:
+                ids.append(t)
+        result.append(ids)
+    return result

@@ -1,0 +1,155 @@
+"""The sequence-to-sequence Transformer: embeddings, encoder stack, decoder stack, output layer.
+
+Plain ``nn.Module``: token ids in, logits out. Padding masks come from ``pad_id``.
+
+    src (B, S) ──encode──► memory (B, S, d_model)
+    tgt_in (B, T), memory ──decode──► logits (B, T, tgt_vocab)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn as nn
+from torch import Tensor
+
+from model.attention import KVCache
+from model.embeddings import Embeddings
+from model.layers import DecoderLayer, EncoderLayer
+
+
+@dataclass
+class DecoderCache:
+    """Per-layer KV caches for incremental decoding, plus how many target steps are cached."""
+
+    self_attn: list[KVCache]
+    cross_attn: list[KVCache]
+    steps: int = 0
+
+    def reorder(self, batch_index: Tensor) -> None:
+        for cache in self.self_attn + self.cross_attn:
+            cache.reorder(batch_index)
+
+
+@dataclass
+class AttentionMaps:
+    """Attention weights of every layer, each (B, heads, query_len, key_len)."""
+
+    encoder_self: list[Tensor] = field(default_factory=list)
+    decoder_self: list[Tensor] = field(default_factory=list)
+    cross: list[Tensor] = field(default_factory=list)
+
+
+class Seq2SeqTransformer(nn.Module):
+    """Encoder-decoder Transformer (Vaswani et al., 2017) built on the from-scratch attention."""
+
+    def __init__(
+        self,
+        src_vocab_size: int,
+        tgt_vocab_size: int,
+        d_model: int = 256,
+        num_heads: int = 4,
+        num_encoder_layers: int = 3,
+        num_decoder_layers: int = 3,
+        d_ff: int = 1024,
+        dropout: float = 0.1,
+        pad_id: int = 0,
+        max_len: int = 256,
+        positional: str = "sinusoidal",
+        norm_first: bool = True,
+        share_embeddings: bool = False,
+        tie_output: bool = True,
+    ) -> None:
+        super().__init__()
+        if share_embeddings and src_vocab_size != tgt_vocab_size:
+            raise ValueError("share_embeddings needs one joint vocabulary (src_vocab_size == tgt_vocab_size)")
+        self.pad_id, self.max_len = pad_id, max_len
+        self.src_vocab_size, self.tgt_vocab_size = src_vocab_size, tgt_vocab_size
+        self.src_embed = Embeddings(src_vocab_size, d_model, pad_id, max_len, positional, dropout)
+        self.tgt_embed = Embeddings(tgt_vocab_size, d_model, pad_id, max_len, positional, dropout)
+        self.encoder_layers = nn.ModuleList(
+            EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first) for _ in range(num_encoder_layers)
+        )
+        self.decoder_layers = nn.ModuleList(
+            DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first) for _ in range(num_decoder_layers)
+        )
+        # Pre-norm stacks end with a LayerNorm; post-norm layers already end normalized.
+        self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.output = nn.Linear(d_model, tgt_vocab_size, bias=False)
+        self._init_weights()
+        if share_embeddings:
+            self.tgt_embed.token.weight = self.src_embed.token.weight
+        if tie_output:
+            self.output.weight = self.tgt_embed.token.weight
+
+    def _init_weights(self) -> None:
+        # Xavier for every matrix, as torch.nn.Transformer does; embeddings ~ N(0, d^-1/2)
+        # so that embedding · √d_model starts at unit scale.
+        for name, p in self.named_parameters():
+            if "token.weight" in name:
+                nn.init.normal_(p, std=p.size(1) ** -0.5)
+                nn.init.zeros_(p[self.pad_id])
+            elif p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+
+    def src_padding_mask(self, src: Tensor) -> Tensor:
+        """(B, S) bool, True at padding."""
+        return src == self.pad_id
+
+    def encode(self, src: Tensor, need_weights: bool = False) -> Tensor | tuple[Tensor, list[Tensor]]:
+        """src (B, S) -> memory (B, S, d_model) [, encoder self-attention weights per layer]."""
+        padding = self.src_padding_mask(src)
+        x = self.src_embed(src)
+        maps = []
+        for layer in self.encoder_layers:
+            x, weights = layer(x, padding, need_weights)
+            maps.append(weights)
+        x = self.encoder_norm(x)
+        return (x, maps) if need_weights else x
+
+    def new_cache(self) -> DecoderCache:
+        """Empty caches for incremental decoding (see ``model/search.py``)."""
+        n = len(self.decoder_layers)
+        return DecoderCache([KVCache() for _ in range(n)], [KVCache(static=True) for _ in range(n)])
+
+    def decode(
+        self,
+        tgt_in: Tensor,
+        memory: Tensor,
+        src: Tensor,
+        cache: DecoderCache | None = None,
+        need_weights: bool = False,
+    ) -> Tensor | tuple[Tensor, list, list]:
+        """tgt_in (B, T), memory (B, S, d), src (B, S) -> logits (B, T, tgt_vocab).
+
+        With ``cache``, ``tgt_in`` holds only the new steps; earlier steps' keys/values
+        are read from the cache, and positions continue from ``cache.steps``.
+        """
+        offset = cache.steps if cache is not None else 0
+        y = self.tgt_embed(tgt_in, offset)
+        padding = self.src_padding_mask(src)
+        self_maps, cross_maps = [], []
+        for i, layer in enumerate(self.decoder_layers):
+            self_cache = cache.self_attn[i] if cache is not None else None
+            cross_cache = cache.cross_attn[i] if cache is not None else None
+            y, weights = layer(y, memory, padding, self_cache, cross_cache, need_weights)
+            if need_weights:
+                self_maps.append(weights[0])
+                cross_maps.append(weights[1])
+        if cache is not None:
+            cache.steps += tgt_in.size(1)
+        logits = self.output(self.decoder_norm(y))  # (B, T, tgt_vocab)
+        return (logits, self_maps, cross_maps) if need_weights else logits
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher forcing: src (B, S), tgt_in (B, T) -> logits (B, T, tgt_vocab)."""
+        return self.decode(tgt_in, self.encode(src), src)
+
+    @torch.no_grad()
+    def attention_maps(self, src: Tensor, tgt_in: Tensor) -> AttentionMaps:
+        """All attention weights for a (source, target) pair, via the explicit math path."""
+        memory, encoder_maps = self.encode(src, need_weights=True)
+        _, self_maps, cross_maps = self.decode(tgt_in, memory, src, need_weights=True)
+        return AttentionMaps(encoder_maps, self_maps, cross_maps)
