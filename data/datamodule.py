@@ -1,0 +1,220 @@
+"""The LightningDataModule: corpus -> leak-free splits -> BPE -> cached token ids -> batches.
+
+Everything derived from the corpus is cached under ``cache_dir/<settings hash>/``:
+the splits (``save_to_disk``), the tokenizer and the tokenized splits (``Dataset.map``
+cache files), so a second run with the same settings reads them instead of rebuilding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import lightning as L
+import torch
+from datasets import DatasetDict, load_dataset, load_from_disk
+from filelock import FileLock
+from torch.utils.data import DataLoader
+
+from data.corpus import DEFAULT_CACHE, ParseReport, clean_pairs, load_pairs, locate_corpus
+from data.sampler import TokenBucketBatchSampler, pad_batch
+from data.splits import split_pairs
+from data.tokenizer import TranslationTokenizer
+
+log = logging.getLogger(__name__)
+CACHE_VERSION = 1  # bump when the cached format changes
+
+
+class Collator:
+    """Indices -> padded tensors: src (B, S) ends in EOS; tgt_in = BOS + tgt; tgt_out = tgt + EOS."""
+
+    def __init__(self, src_ids: list[list[int]], tgt_ids: list[list[int]], pad_id: int, bos_id: int, eos_id: int):
+        self.src_ids, self.tgt_ids = src_ids, tgt_ids
+        self.pad_id, self.bos_id, self.eos_id = pad_id, bos_id, eos_id
+
+    def __call__(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        src = [self.src_ids[i] for i in indices]
+        tgt = [self.tgt_ids[i] for i in indices]
+        return {
+            "src": pad_batch(src, self.pad_id),
+            "tgt_in": pad_batch([[self.bos_id] + t for t in tgt], self.pad_id),
+            "tgt_out": pad_batch([t + [self.eos_id] for t in tgt], self.pad_id),
+            "index": torch.tensor(indices, dtype=torch.long),
+        }
+
+
+class TranslationDataModule(L.LightningDataModule):
+    """English→Spanish data for training, validation (multi-reference) and test."""
+
+    def __init__(
+        self,
+        corpus_path: str | None = None,
+        hub_path: str | None = None,
+        hub_name: str | None = None,
+        hub_split: str = "train",
+        src_lang: str = "en",
+        tgt_lang: str = "es",
+        cache_dir: str | None = None,
+        download: bool = True,
+        val_fraction: float = 0.02,
+        test_fraction: float = 0.02,
+        seed: int = 1234,
+        vocab_size: int = 8000,
+        joint_vocab: bool = True,
+        max_tokens: int = 4096,
+        max_sentence_len: int = 128,
+        limit_pairs: int | None = None,
+        num_workers: int = 0,
+    ) -> None:
+        super().__init__()
+        self.save_hyperparameters(logger=False)
+        self.cache_root = Path(cache_dir or DEFAULT_CACHE).expanduser()
+        self.tokenizer: TranslationTokenizer | None = None
+        self.splits: DatasetDict | None = None
+        self.report: ParseReport | None = None
+
+    # -- building the cache -------------------------------------------------------------
+    def _source_description(self) -> dict:
+        hp = self.hparams
+        if hp.hub_path:
+            return {"hub": hp.hub_path, "name": hp.hub_name, "split": hp.hub_split, "langs": [hp.src_lang, hp.tgt_lang]}
+        path = locate_corpus(hp.corpus_path, self.cache_root, download=hp.download)
+        stat = path.stat()
+        return {"corpus": str(path.resolve()), "size": stat.st_size, "mtime": stat.st_mtime_ns}
+
+    def cache_dir(self) -> Path:
+        """The folder for these settings: a hash of the source and every setting that shapes the data."""
+        hp = self.hparams
+        settings = {
+            "source": self._source_description(),
+            "split": [hp.val_fraction, hp.test_fraction, hp.seed, hp.limit_pairs],
+            "bpe": [hp.vocab_size, hp.joint_vocab],
+            "version": CACHE_VERSION,
+        }
+        digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+        return self.cache_root / digest
+
+    def _read_pairs(self) -> tuple[list[tuple[str, str]], ParseReport]:
+        hp = self.hparams
+        if hp.hub_path:
+            rows = load_dataset(hp.hub_path, hp.hub_name, split=hp.hub_split)
+            pairs, report = clean_pairs((r["translation"][hp.src_lang], r["translation"][hp.tgt_lang]) for r in rows)
+            (log.warning if report.skipped else log.info)("%s: %s", hp.hub_path, report.summary())
+        else:
+            pairs, report = load_pairs(locate_corpus(hp.corpus_path, self.cache_root, download=hp.download))
+        if hp.limit_pairs:  # a seeded sample, for quick runs
+            generator = torch.Generator().manual_seed(hp.seed)
+            keep = sorted(torch.randperm(len(pairs), generator=generator)[: hp.limit_pairs].tolist())
+            pairs = [pairs[i] for i in keep]
+        return pairs, report
+
+    def prepare_data(self) -> None:
+        """Build what is missing from the cache (one process at a time, under a file lock)."""
+        folder = self.cache_dir()
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(folder) + ".lock"):
+            if not (folder / "splits" / "dataset_dict.json").is_file():
+                pairs, report = self._read_pairs()
+                partial = folder / "splits.partial"
+                shutil.rmtree(partial, ignore_errors=True)
+                split_pairs(pairs, self.hparams.val_fraction, self.hparams.test_fraction, self.hparams.seed).save_to_disk(
+                    str(partial)
+                )
+                (folder / "report.json").write_text(json.dumps(report.__dict__ | {"skipped": report.skipped}))
+                partial.rename(folder / "splits")
+            splits = load_from_disk(str(folder / "splits"))
+            tokenizer_dir = folder / "tokenizer"
+            if not tokenizer_dir.is_dir():
+                train = splits["train"]  # BPE never sees validation or test text
+                tokenizer = TranslationTokenizer.train(zip(train["src"], train["tgt"]), self.hparams.vocab_size,
+                                                       self.hparams.joint_vocab)
+                tokenizer.save(folder / "tokenizer.partial")
+                (folder / "tokenizer.partial").rename(tokenizer_dir)
+            self._tokenize(splits, TranslationTokenizer.load(tokenizer_dir), folder)
+
+    def _tokenize(self, splits: DatasetDict, tokenizer: TranslationTokenizer, folder: Path) -> DatasetDict:
+        """Token ids for every split via ``Dataset.map(batched=True)``, cached in ``folder``."""
+
+        def encode(batch: dict) -> dict:
+            return {"src_ids": tokenizer.encode_src(batch["src"]), "tgt_ids": tokenizer.encode_tgt(batch["tgt"])}
+
+        return DatasetDict({
+            name: split.map(
+                encode,
+                batched=True,
+                batch_size=2000,
+                cache_file_name=str(folder / f"tokenized-{name}.arrow"),
+                new_fingerprint=f"{folder.name}-{name}-tokenized",
+                desc=f"tokenizing {name}",
+            )
+            for name, split in splits.items()
+        })
+
+    # -- loading ------------------------------------------------------------------------
+    def setup(self, stage: str | None = None) -> None:
+        if self.splits is not None:
+            return
+        self.prepare_data()  # a no-op when the cache is complete
+        folder = self.cache_dir()
+        self.report = ParseReport(**{k: v for k, v in json.loads((folder / "report.json").read_text()).items()
+                                     if k != "skipped"})
+        self.tokenizer = TranslationTokenizer.load(folder / "tokenizer")
+        self.splits = self._tokenize(load_from_disk(str(folder / "splits")), self.tokenizer, folder)
+        self._ids = {name: (split["src_ids"], split["tgt_ids"]) for name, split in self.splits.items()}
+        limit = self.hparams.max_sentence_len
+        src_ids, tgt_ids = self._ids["train"]
+        self._train_rows = [i for i, (s, t) in enumerate(zip(src_ids, tgt_ids)) if len(s) <= limit and len(t) < limit]
+        if len(self._train_rows) < len(src_ids):
+            log.warning("skipped %d training pairs longer than max_sentence_len=%d tokens",
+                        len(src_ids) - len(self._train_rows), limit)
+
+    @property
+    def src_vocab_size(self) -> int:
+        return self.tokenizer.src_vocab_size
+
+    @property
+    def tgt_vocab_size(self) -> int:
+        return self.tokenizer.tgt_vocab_size
+
+    @property
+    def special_ids(self) -> dict[str, int]:
+        t = self.tokenizer
+        return {"pad_id": t.pad_id, "bos_id": t.bos_id, "eos_id": t.eos_id}
+
+    def references(self, split: str) -> list[list[str]]:
+        """All Spanish translations of each row of ``split`` (row order = batch ``index``)."""
+        return self.splits[split]["refs"]
+
+    def sources(self, split: str) -> list[str]:
+        return self.splits[split]["src"]
+
+    def _loader(self, split: str, shuffle: bool, rows: list[int] | None = None) -> DataLoader:
+        src_ids, tgt_ids = self._ids[split]
+        limit = self.hparams.max_sentence_len
+        if rows is None:  # evaluation keeps every row; over-long sources are truncated (EOS kept)
+            src_ids = [s if len(s) <= limit else s[: limit - 1] + s[-1:] for s in src_ids]
+            tgt_ids = [t[: limit - 1] for t in tgt_ids]
+            rows = list(range(len(src_ids)))
+        # A pair's cost in the budget: its longer side (the target gains BOS / EOS).
+        lengths = [max(len(src_ids[i]), len(tgt_ids[i]) + 1) for i in rows]
+        trainer = self.trainer
+        sampler = TokenBucketBatchSampler(
+            lengths, self.hparams.max_tokens, shuffle=shuffle, seed=self.hparams.seed,
+            num_replicas=trainer.world_size if trainer else 1, rank=trainer.global_rank if trainer else 0,
+        )
+        # The sampler yields positions in ``rows``; the loader turns them into row indices.
+        collate = Collator(src_ids, tgt_ids, **self.special_ids)
+        return DataLoader(rows, batch_sampler=sampler, collate_fn=collate, num_workers=self.hparams.num_workers)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader("train", shuffle=True, rows=self._train_rows)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader("validation", shuffle=False)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader("test", shuffle=False)

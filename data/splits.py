@@ -1,0 +1,77 @@
+"""Leak-free, seeded train / validation / test splits as a ``datasets.DatasetDict``.
+
+Tatoeba lists one English sentence many times, once per Spanish translation ("Go." →
+"Ve.", "Vete.", "Vaya."), and near-copies differ only in case or punctuation ("Go!").
+A random split by line would put the same sentence in train and test, so we split by
+*sentence group*: every pair whose English side normalizes to the same key (lower-case,
+letters and digits only) lands in the same split.
+
+Train keeps one row per pair. Validation and test keep one row per distinct English
+sentence, with all of its Spanish translations as references for multi-reference BLEU.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+
+from datasets import Dataset, DatasetDict
+
+
+def group_key(english: str) -> str:
+    """Normalization that decides leakage: 'Go!' and 'go.' are the same sentence."""
+    return "".join(ch for ch in english.lower() if ch.isalnum())
+
+
+def split_pairs(
+    pairs: list[tuple[str, str]],
+    val_fraction: float = 0.02,
+    test_fraction: float = 0.02,
+    seed: int = 1234,
+) -> DatasetDict:
+    """Assign whole sentence groups to splits, deterministically for a given seed.
+
+    Returns splits with columns ``src``, ``tgt``, ``refs`` (train: ``refs == [tgt]``).
+    """
+    if not 0 <= val_fraction < 1 or not 0 <= test_fraction < 1 or val_fraction + test_fraction >= 1:
+        raise ValueError(f"bad split fractions: validation {val_fraction}, test {test_fraction}")
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, (english, _) in enumerate(pairs):
+        groups[group_key(english)].append(i)
+    keys = sorted(groups)
+    random.Random(seed).shuffle(keys)
+    # Fill validation and test up to their share of *pairs*, then the rest is train.
+    targets = {"validation": val_fraction * len(pairs), "test": test_fraction * len(pairs)}
+    assigned: dict[str, list[str]] = {"validation": [], "test": [], "train": []}
+    filled = {"validation": 0, "test": 0}
+    for key in keys:
+        split = next((s for s in ("validation", "test") if filled[s] < targets[s]), "train")
+        assigned[split].append(key)
+        if split != "train":
+            filled[split] += len(groups[key])
+
+    def rows(split: str, grouped: bool) -> dict[str, list]:
+        src, tgt, refs = [], [], []
+        for key in sorted(assigned[split]):
+            indices = groups[key]
+            if grouped:  # one row per distinct English sentence, every translation as a reference
+                by_english: dict[str, list[str]] = defaultdict(list)
+                for i in indices:
+                    by_english[pairs[i][0]].append(pairs[i][1])
+                for english, spanish in by_english.items():
+                    src.append(english)
+                    tgt.append(spanish[0])
+                    refs.append(spanish)
+            else:
+                for i in indices:
+                    src.append(pairs[i][0])
+                    tgt.append(pairs[i][1])
+                    refs.append([pairs[i][1]])
+        return {"src": src, "tgt": tgt, "refs": refs}
+
+    splits = DatasetDict(
+        train=Dataset.from_dict(rows("train", grouped=False)),
+        validation=Dataset.from_dict(rows("validation", grouped=True)),
+        test=Dataset.from_dict(rows("test", grouped=True)),
+    )
+    return splits.shuffle(seed=seed).flatten_indices() if len(pairs) else splits

@@ -1,0 +1,46 @@
+"""Attention heatmaps: one figure per layer set, heads as a grid, tokens on the axes."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display needed
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from torch import Tensor  # noqa: E402
+
+
+def attention_grid(
+    layers: list[Tensor],
+    query_tokens: list[str],
+    key_tokens: list[str],
+    title: str,
+    heads: list[int] | None = None,
+) -> Figure:
+    """Rows = layers, columns = heads. Each map is (query_len, key_len) with rows summing to 1.
+
+    ``layers``: per layer a (heads, Lq, Lk) tensor for ONE sentence, already cut to the
+    real (non-padding) tokens.
+    """
+    heads = heads if heads is not None else list(range(layers[0].size(0)))
+    n_rows, n_cols = len(layers), len(heads)
+    cell = 0.32  # inches per token, so that labels stay legible
+    width = max(2.5, cell * len(key_tokens) + 1.2) * n_cols
+    height = max(2.2, cell * len(query_tokens) + 1.2) * n_rows
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(width, height), squeeze=False, dpi=80)
+    for r, weights in enumerate(layers):
+        for c, head in enumerate(heads):
+            ax = axes[r][c]
+            # Each row is a probability distribution: fixed 0..1 colour scale, never rescaled.
+            ax.imshow(weights[head].float().cpu().numpy(), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
+            ax.set_xticks(range(len(key_tokens)), key_tokens, rotation=90, fontsize=8)
+            ax.set_yticks(range(len(query_tokens)), query_tokens, fontsize=8)
+            ax.set_title(f"layer {r + 1} · head {head + 1}", fontsize=9)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def save_figure(fig: Figure, path) -> None:
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
