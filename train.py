@@ -28,6 +28,8 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from model.inference import tokenizer_fingerprint
+
 log = logging.getLogger("train")
 
 
@@ -58,10 +60,9 @@ def main(cfg: DictConfig) -> dict[str, float]:
     # Kept in the checkpoint (plain values, no _target_) so translate.py can rebuild the model.
     model_config = {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items() if k != "_target_"}
     model = instantiate(cfg.model)
-    module = instantiate(cfg.module, model=model, optimizer=instantiate(cfg.optim.optimizer),
-                         model_config=model_config, _convert_="all")
-
     datamodule.tokenizer.save(run_dir)
+    module = instantiate(cfg.module, model=model, optimizer=instantiate(cfg.optim.optimizer),
+                         model_config=model_config, tokenizer_sha256=tokenizer_fingerprint(run_dir), _convert_="all")
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     loggers = [instantiate(c) for c in cfg.logger.values()] if cfg.get("logger") else []
     for logger in loggers:

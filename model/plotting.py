@@ -36,6 +36,10 @@ def attention_grid(
             ax.set_xticks(range(len(key_tokens)), key_tokens, rotation=90, fontsize=8)
             ax.set_yticks(range(len(query_tokens)), query_tokens, fontsize=8)
             ax.set_title(f"layer {r + 1} · head {head + 1}", fontsize=9)
+            if c == 0:
+                ax.set_ylabel("queries (attending)", fontsize=8)
+            if r == n_rows - 1:
+                ax.set_xlabel("keys (attended to)", fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig

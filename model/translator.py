@@ -67,6 +67,7 @@ class TranslationModule(L.LightningModule):
         max_len_a: float = 1.5,
         max_len_b: int = 10,
         model_config: dict | None = None,
+        tokenizer_sha256: str | None = None,
     ) -> None:
         super().__init__()
         # Plain values only (no modules, no callables): checkpoints stay loadable with weights_only=True.

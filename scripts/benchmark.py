@@ -1,0 +1,186 @@
+"""Speed of the from-scratch Transformer against torch.nn.Transformer, as ratios from ONE run.
+
+    python scripts/benchmark.py                 # ~3 minutes on a 2-core CPU
+    python scripts/benchmark.py --quick         # fewer repetitions (a smoke check)
+
+Prints:
+  1. training step (forward + backward + AdamW), d_model 256, 4 heads, 3+3 layers, d_ff 1024,
+     vocab 8000, ~4096-token batches: tokens/s of Seq2SeqTransformer vs a torch.nn.Transformer
+     model of the same shape, fp32, and ours with bf16 autocast;
+  2. greedy decoding of 2000 sentences: with the KV cache vs re-running the decoder over the
+     whole prefix each step, plus torch.nn.Transformer's usual uncached greedy loop;
+  3. achieved GFLOP/s of the training step against a large matmul measured in the same run.
+The two sides of each ratio are timed interleaved (A, B, A, B, ...) and the median is
+taken, because these machines are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from model.embeddings import sinusoidal_table  # noqa: E402
+from model.search import greedy_decode  # noqa: E402
+from model.transformer import Seq2SeqTransformer  # noqa: E402
+
+PAD, BOS, EOS = 0, 1, 2
+SHAPE = dict(d_model=256, num_heads=4, num_encoder_layers=3, num_decoder_layers=3, d_ff=1024)
+VOCAB = 8000
+
+
+class TorchTransformer(nn.Module):
+    """The plain recipe: nn.Embedding + sinusoidal positions + nn.Transformer + output Linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        d = SHAPE["d_model"]
+        self.src_embed, self.tgt_embed = nn.Embedding(VOCAB, d, padding_idx=PAD), nn.Embedding(VOCAB, d, padding_idx=PAD)
+        self.register_buffer("positions", sinusoidal_table(256, d), persistent=False)
+        self.transformer = nn.Transformer(d, SHAPE["num_heads"], SHAPE["num_encoder_layers"],
+                                          SHAPE["num_decoder_layers"], SHAPE["d_ff"], dropout=0.1, batch_first=True)
+        self.output = nn.Linear(d, VOCAB)
+
+    def embed(self, embedding: nn.Embedding, tokens: torch.Tensor) -> torch.Tensor:
+        return embedding(tokens) * math.sqrt(embedding.embedding_dim) + self.positions[: tokens.size(1)]
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        causal = nn.Transformer.generate_square_subsequent_mask(tgt_in.size(1))
+        out = self.transformer(self.embed(self.src_embed, src), self.embed(self.tgt_embed, tgt_in), tgt_mask=causal,
+                               src_key_padding_mask=src == PAD, tgt_key_padding_mask=tgt_in == PAD,
+                               memory_key_padding_mask=src == PAD, tgt_is_causal=True)
+        return self.output(out)
+
+    @torch.no_grad()
+    def greedy(self, src: torch.Tensor, max_steps: int) -> torch.Tensor:
+        memory = self.transformer.encoder(self.embed(self.src_embed, src), src_key_padding_mask=src == PAD)
+        tokens = torch.full((src.size(0), 1), BOS, dtype=torch.long)
+        for _ in range(max_steps):
+            causal = nn.Transformer.generate_square_subsequent_mask(tokens.size(1))
+            out = self.transformer.decoder(self.embed(self.tgt_embed, tokens), memory, tgt_mask=causal,
+                                           memory_key_padding_mask=src == PAD)
+            tokens = torch.cat([tokens, self.output(out[:, -1]).argmax(-1, keepdim=True)], dim=1)
+        return tokens
+
+
+def tatoeba_like_batch(n_sentences: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Source/target ids with Tatoeba-like BPE lengths (mean ~10 tokens), right-padded."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = (torch.randn(n_sentences, generator=g) * 4 + 10).clamp(3, 30).long()
+    lengths = lengths.sort().values  # a length-bucketed batch, as the sampler makes
+    src = torch.full((n_sentences, int(lengths.max())), PAD)
+    tgt = torch.full((n_sentences, int(lengths.max()) + 2), PAD)
+    for i, n in enumerate(lengths.tolist()):
+        src[i, :n] = torch.randint(4, VOCAB, (n,), generator=g)
+        src[i, n - 1] = EOS
+        m = n + 1
+        tgt[i, :m] = torch.randint(4, VOCAB, (m,), generator=g)
+        tgt[i, 0], tgt[i, m - 1] = BOS, EOS
+    return src, tgt
+
+
+def training_step(model, optimizer, src, tgt, autocast: bool) -> None:
+    context = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else contextlib.nullcontext()
+    with context:
+        logits = model(src, tgt[:, :-1])
+    loss = F.cross_entropy(logits.float().transpose(1, 2), tgt[:, 1:], ignore_index=PAD, label_smoothing=0.1)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+
+
+def interleaved_times(runs: dict[str, callable], repeats: int, warmup: int = 1) -> dict[str, float]:
+    """Median seconds per call of each runner, timed in turns so that noise hits all of them."""
+    for run in runs.values():
+        for _ in range(warmup):
+            run()
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def matmul_gflops(dtype: torch.dtype, n: int = 2048, repeats: int = 5) -> float:
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    seconds = interleaved_times({"mm": lambda: a @ b}, repeats)["mm"]
+    return 2 * n**3 / seconds / 1e9
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions and sentences")
+    parser.add_argument("--sentences", type=int, default=2000, help="sentences for the decoding benchmark")
+    args = parser.parse_args()
+    repeats = 2 if args.quick else 5
+    n_sentences = 200 if args.quick else args.sentences
+    torch.manual_seed(0)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU")
+
+    # 1. training throughput ---------------------------------------------------------------
+    src, tgt = tatoeba_like_batch(330)  # ~330 x 12 ≈ 4096 padded tokens per side
+    tokens = int((src != PAD).sum() + (tgt[:, 1:] != PAD).sum())
+    ours = Seq2SeqTransformer(VOCAB, VOCAB, **SHAPE, share_embeddings=True, tie_output=True).train()
+    ref = TorchTransformer().train()
+    opt_ours, opt_ref = torch.optim.AdamW(ours.parameters(), 1e-4), torch.optim.AdamW(ref.parameters(), 1e-4)
+    t = interleaved_times({
+        "torch.nn fp32": lambda: training_step(ref, opt_ref, src, tgt, False),
+        "ours fp32": lambda: training_step(ours, opt_ours, src, tgt, False),
+        "ours bf16": lambda: training_step(ours, opt_ours, src, tgt, True),
+        "torch.nn bf16": lambda: training_step(ref, opt_ref, src, tgt, True),
+    }, repeats)
+    print(f"\n1. training step, batch {tuple(src.shape)} src / {tuple(tgt.shape)} tgt, {tokens} real tokens")
+    for name, seconds in t.items():
+        print(f"   {name:14s} {seconds * 1000:7.0f} ms/step  {tokens / seconds:8.0f} tokens/s")
+    print(f"   ratio ours fp32 / torch.nn fp32 = {t['torch.nn fp32'] / t['ours fp32']:.2f}x   (target >= 1.0x)")
+    print(f"   ratio ours bf16 / torch.nn fp32 = {t['torch.nn fp32'] / t['ours bf16']:.2f}x   (target >= 1.5x)")
+
+    # 3. GFLOP/s against the machine's matmul ceiling (same run) ---------------------------
+    with FlopCounterMode(display=False) as counter:
+        training_step(ours, opt_ours, src, tgt, False)
+    step_flops = counter.get_total_flops()
+    ceiling32, ceiling16 = matmul_gflops(torch.float32), matmul_gflops(torch.bfloat16)
+    achieved32, achieved16 = step_flops / t["ours fp32"] / 1e9, step_flops / t["ours bf16"] / 1e9
+    print(f"\n3. {step_flops / 1e9:.0f} GFLOP per training step (matmuls, forward + backward)")
+    print(f"   fp32: {achieved32:6.0f} GFLOP/s achieved vs {ceiling32:6.0f} GFLOP/s 2048² matmul = {achieved32 / ceiling32:.0%}")
+    print(f"   bf16: {achieved16:6.0f} GFLOP/s achieved vs {ceiling16:6.0f} GFLOP/s 2048² matmul = {achieved16 / ceiling16:.0%}")
+
+    # 2. decoding ----------------------------------------------------------------------------
+    ours.eval()
+    ref.eval()
+    batches = [tatoeba_like_batch(100, seed=s)[0] for s in range(n_sentences // 100)]
+    max_steps = 25  # random weights never emit EOS: every sentence runs the full length
+
+    def decode_ours(use_cache: bool):
+        for batch in batches:
+            greedy_decode(ours, batch, BOS, EOS, max_len_a=0.0, max_len_b=max_steps, use_cache=use_cache)
+
+    def decode_ref():
+        for batch in batches:
+            ref.greedy(batch, max_steps)
+
+    d = interleaved_times({"cached": lambda: decode_ours(True), "uncached": lambda: decode_ours(False),
+                           "torch.nn uncached": decode_ref}, max(1, repeats // 2), warmup=0)
+    n = len(batches) * 100
+    print(f"\n2. greedy decoding of {n} sentences, batches of 100, {max_steps} steps each (fp32)")
+    for name, seconds in d.items():
+        print(f"   {name:18s} {seconds:6.1f} s  {n / seconds:7.0f} sentences/s")
+    print(f"   ratio cached / uncached (ours)  = {d['uncached'] / d['cached']:.2f}x   (target >= 3x)")
+    print(f"   ratio cached / torch.nn greedy  = {d['torch.nn uncached'] / d['cached']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""Figures about the data pipeline: split sizes, BPE lengths, padding, build time cold and warm.
+
+    python scripts/data_stats.py            # builds into a fresh temporary cache, then again warm
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from data.datamodule import TranslationDataModule  # noqa: E402
+from data.sampler import TokenBucketBatchSampler, token_batches  # noqa: E402
+
+
+def padding_share(batches: list[list[int]], lengths: list[int]) -> float:
+    budget = sum(len(b) * max(lengths[i] for i in b) for b in batches)
+    return 1 - sum(lengths[i] for b in batches for i in b) / budget
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as cache:
+        timings = []
+        for _ in range(2):  # cold, then warm
+            start = time.perf_counter()
+            datamodule = TranslationDataModule(cache_dir=cache)
+            datamodule.setup()
+            timings.append(time.perf_counter() - start)
+        print(f"build: cold {timings[0]:.1f} s, warm {timings[1]:.1f} s")
+        print(f"parse: {datamodule.report.summary()}")
+        for name, split in datamodule.splits.items():
+            pairs = sum(len(r) for r in split["refs"])
+            print(f"{name:10s} {len(split):6d} rows, {pairs:6d} pairs")
+        train = datamodule.splits["train"]
+        for column, label in (("src_ids", "English (+EOS)"), ("tgt_ids", "Spanish")):
+            lengths = sorted(len(ids) for ids in train[column])
+            p99 = lengths[int(0.99 * (len(lengths) - 1))]
+            print(f"BPE tokens per sentence, {label}: mean {statistics.mean(lengths):.1f}, p99 {p99}, max {lengths[-1]}")
+        lengths = [max(len(s), len(t) + 1) for s, t in zip(train["src_ids"], train["tgt_ids"])]
+        bucketed = list(TokenBucketBatchSampler(lengths, 4096, seed=0))
+        order = list(range(len(lengths)))
+        random.Random(0).shuffle(order)
+        shuffled = token_batches(lengths, 4096, order)
+        print(f"padding share of the 4096-token budget: bucketed {padding_share(bucketed, lengths):.1%} "
+              f"({len(bucketed)} batches), random {padding_share(shuffled, lengths):.1%} ({len(shuffled)} batches)")
+
+
+if __name__ == "__main__":
+    main()

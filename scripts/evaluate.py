@@ -1,0 +1,70 @@
+"""Score translations with sacreBLEU (BLEU and chrF), one or several references per sentence.
+
+    python scripts/evaluate.py hypotheses.txt references.tsv        # source<TAB>reference lines
+    python scripts/evaluate.py hypotheses.txt references.jsonl      # one JSON list of references a line
+    python scripts/evaluate.py hypotheses.txt refs.txt              # plain text: one reference a line
+
+TSV references are grouped by source, in order of first appearance: the hypotheses file
+has one line per distinct source. Prints BLEU, chrF and their sacreBLEU signatures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from model.metrics import Scores, corpus_scores  # noqa: E402
+
+
+def read_references(path: str | Path) -> list[list[str]]:
+    """Per-sentence reference lists from a .tsv (grouped by source), .jsonl/.json (lists) or plain file."""
+    path = Path(path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if path.suffix in (".jsonl", ".json"):
+        references = []
+        for n, line in enumerate(lines, 1):
+            refs = json.loads(line)
+            if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+                raise ValueError(f"{path}:{n}: expected a JSON list of strings")
+            references.append(refs)
+        return references
+    if path.suffix == ".tsv":
+        grouped: dict[str, list[str]] = {}
+        for n, line in enumerate(lines, 1):
+            columns = line.split("\t")
+            if len(columns) < 2:
+                raise ValueError(f"{path}:{n}: expected source<TAB>reference")
+            grouped.setdefault(columns[0], []).append(columns[1])
+        return list(grouped.values())
+    return [[line] for line in lines]
+
+
+def evaluate(hypotheses_path: str | Path, references_path: str | Path) -> Scores:
+    hypotheses = Path(hypotheses_path).read_text(encoding="utf-8").splitlines()
+    references = read_references(references_path)
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{hypotheses_path} has {len(hypotheses)} lines but {references_path} "
+                         f"has {len(references)} sentences")
+    return corpus_scores(hypotheses, references)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("hypotheses", help="translations, one a line")
+    parser.add_argument("references", help=".tsv (source<TAB>reference), .jsonl (JSON lists) or plain text")
+    args = parser.parse_args(argv)
+    try:
+        scores = evaluate(args.hypotheses, args.references)
+    except (OSError, ValueError) as error:
+        parser.exit(2, f"evaluate.py: {error}\n")
+    print(f"BLEU = {scores.bleu:.2f}   {scores.bleu_signature}")
+    print(f"chrF = {scores.chrf:.2f}   {scores.chrf_signature}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""data/corpus.py: locating and parsing the corpus, with every skipped line accounted for."""
+
+import unicodedata
+import zipfile
+
+import pytest
+
+from data import corpus
+from data.corpus import CorpusNotFoundError, load_pairs, locate_corpus, parse_lines
+
+
+def test_messy_file_loads_with_right_counts_and_report(tmp_path, caplog):
+    decomposed = unicodedata.normalize("NFD", "Él está aquí.")  # not NFC
+    lines = [
+        "Go.\tVe.",
+        "Hi.\tHola.\tCC-BY 2.0 (France) Attribution: tatoeba.org #538123 (CM)",  # 3 columns
+        "no tab at all",  # malformed
+        "a\tb\tc\td",  # malformed: 4 columns
+        "",  # empty
+        "Empty spanish.\t   ",  # empty side
+        f"He is here.\t{decomposed}",
+        "  Spaces around.  \t  Espacios.  ",
+    ]
+    path = tmp_path / "spa.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        pairs, report = load_pairs(path)
+    assert pairs == [("Go.", "Ve."), ("Hi.", "Hola."), ("He is here.", "Él está aquí."),
+                     ("Spaces around.", "Espacios.")]
+    assert (report.kept, report.skipped_malformed, report.skipped_empty) == (4, 2, 2)
+    assert report.three_columns == 1 and report.renormalized >= 1
+    assert report.kept + report.skipped == len(lines)
+    assert len([r for r in caplog.records if "skipped 4 lines" in r.getMessage()]) == 1  # reported once
+
+
+def test_zip_and_invalid_utf8(tmp_path):
+    archive = tmp_path / "spa-eng.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("spa-eng/spa.txt", b"Go.\tVe.\nBad \xff byte.\tMal.\n")
+    pairs, report = load_pairs(archive)
+    assert pairs[0] == ("Go.", "Ve.") and pairs[1] == ("Bad \ufffd byte.", "Mal.")
+
+
+def test_locate_order(tmp_path, monkeypatch):
+    given = tmp_path / "given.txt"
+    given.write_text("Go.\tVe.\n")
+    assert locate_corpus(given) == given
+    folder = tmp_path / "env"
+    folder.mkdir()
+    (folder / "spa-eng.zip").write_bytes(b"")
+    monkeypatch.setenv(corpus.ENV_VAR, str(folder))
+    assert locate_corpus(None) == folder / "spa-eng.zip"
+    monkeypatch.delenv(corpus.ENV_VAR)
+    if corpus.SHARED_COPY.is_file():
+        assert locate_corpus(None) == corpus.SHARED_COPY
+    with pytest.raises(CorpusNotFoundError, match="does not exist"):
+        locate_corpus(tmp_path / "missing.zip")
+
+
+def test_missing_file_offline_gives_clear_error(tmp_path, monkeypatch):
+    monkeypatch.delenv(corpus.ENV_VAR, raising=False)
+    monkeypatch.setattr(corpus, "SHARED_COPY", tmp_path / "nothing.zip")
+    monkeypatch.setattr(corpus, "DOWNLOAD_URL", "http://127.0.0.1:9/spa-eng.zip")  # refused at once
+    for download in (False, True):
+        with pytest.raises(CorpusNotFoundError) as error:
+            locate_corpus(None, cache_dir=tmp_path / "cache", download=download)
+        message = str(error.value)
+        assert "Put spa-eng.zip" in message and str(tmp_path / "cache" / "spa-eng.zip") in message
+        assert "\n" not in message
+
+
+def test_parse_counts_on_real_corpus(full_datamodule):
+    report = full_datamodule.report
+    lines = corpus.read_lines(full_datamodule._source_description()["corpus"])
+    assert report.kept + report.skipped == len(lines) == 116_668
+    assert parse_lines(lines[:5])[0][0] == ("Go.", "Ve.")

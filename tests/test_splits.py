@@ -1,0 +1,42 @@
+"""data/splits.py: leak-free, deterministic splits that account for every pair."""
+
+from collections import Counter
+
+from data.splits import group_key, split_pairs
+
+
+def test_group_key_ignores_case_and_punctuation():
+    assert group_key("Go!") == group_key("go.") == "go"
+    assert group_key("¿Qué?") == "qué"
+
+
+def test_real_splits_are_leak_free_and_complete(full_datamodule):
+    splits = full_datamodule.splits
+    keys = {name: {group_key(s) for s in split["src"]} for name, split in splits.items()}
+    assert not keys["train"] & keys["validation"]
+    assert not keys["train"] & keys["test"]
+    assert not keys["validation"] & keys["test"]
+    counted = len(splits["train"]) + sum(len(r) for name in ("validation", "test") for r in splits[name]["refs"])
+    assert counted == full_datamodule.report.kept  # corpus minus the reported skipped lines
+    n = full_datamodule.report.kept
+    for name in ("validation", "test"):  # ~2% of the pairs each
+        pairs = sum(len(r) for r in splits[name]["refs"])
+        assert 0.019 * n <= pairs <= 0.025 * n
+    multi = [r for r in splits["test"]["refs"] if len(r) > 1]
+    assert len(multi) > 100  # alternative translations kept together as references
+
+
+def test_every_pair_in_exactly_one_split_and_deterministic():
+    pairs = [(f"Sentence {i % 50}{'!' if i % 3 else '.'}", f"Frase {i}") for i in range(400)]
+    pairs += [("Go.", "Ve."), ("Go!", "¡Vete!"), ("go", "Vaya.")]
+    a, b = split_pairs(pairs, 0.1, 0.1, seed=7), split_pairs(pairs, 0.1, 0.1, seed=7)
+    assert a["train"]["src"] == b["train"]["src"] and a["test"]["refs"] == b["test"]["refs"]
+    seen = Counter()
+    for name, split in a.items():
+        for src, refs in zip(split["src"], split["refs"]):
+            for ref in refs:
+                seen[(src, ref)] += 1
+    assert seen == Counter(pairs)
+    where = {name: {group_key(s) for s in split["src"]} for name, split in a.items()}
+    assert sum("go" in keys for keys in where.values()) == 1
+    assert split_pairs(pairs, 0.1, 0.1, seed=8)["test"]["src"] != a["test"]["src"]

@@ -1,0 +1,50 @@
+"""data/tokenizer.py: byte-level BPE round trips, special ids, save/load, train-only vocabulary."""
+
+import pytest
+
+from data.tokenizer import TranslationTokenizer
+
+
+def test_round_trip_on_train_sentences(full_datamodule):
+    tokenizer, train = full_datamodule.tokenizer, full_datamodule.splits["train"]
+    for column, encode in (("src", tokenizer.src.encode_batch), ("tgt", tokenizer.tgt.encode_batch)):
+        texts = train[column]
+        decoded = tokenizer.tgt.decode_batch([e.ids for e in encode(texts)])
+        exact = sum(d == t for d, t in zip(decoded, texts)) / len(texts)
+        assert exact >= 0.999, (column, exact)
+
+
+def test_accents_inverted_marks_and_spacing_survive(full_datamodule):
+    tokenizer = full_datamodule.tokenizer
+    for text in ["¿Dónde está el niño?", "¡Qué  año tan extraño!", "Pingüino, señor.", "  leading", "日本 🙂"]:
+        assert tokenizer.decode_tgt(tokenizer.encode_tgt([text])) == [text]
+    assert tokenizer.unk_id not in tokenizer.encode_src(["日本 🙂 ☃"])[0]  # bytes, never unknown
+
+
+def test_special_ids_and_source_eos(full_datamodule):
+    tokenizer = full_datamodule.tokenizer
+    assert (tokenizer.pad_id, tokenizer.bos_id, tokenizer.eos_id, tokenizer.unk_id) == (0, 1, 2, 3)
+    assert tokenizer.encode_src(["Hi."])[0][-1] == tokenizer.eos_id
+    assert tokenizer.src_vocab_size == 8000
+
+
+def test_tokenizer_never_sees_validation_or_test(tmp_path):
+    train = [("the cat sleeps", "el gato duerme")] * 50
+    held_out_word = "zyxwvutsrq"
+    tokenizer = TranslationTokenizer.train(train, vocab_size=400)
+    # A word only in held-out text would be merged if it had been seen; it is not a single token.
+    assert tokenizer.src.token_to_id(held_out_word) is None
+    assert len(tokenizer.src.encode(held_out_word).ids) > 3
+
+
+@pytest.mark.parametrize("joint", [True, False])
+def test_save_and_load(tmp_path, joint):
+    pairs = [("hello world", "hola mundo"), ("good night", "buenas noches")] * 20
+    tokenizer = TranslationTokenizer.train(pairs, vocab_size=300, joint=joint)
+    files = tokenizer.save(tmp_path)
+    assert [f.name for f in files] == (["tokenizer.json"] if joint else ["tokenizer.src.json", "tokenizer.tgt.json"])
+    loaded = TranslationTokenizer.load(tmp_path)
+    assert loaded.joint == joint
+    assert loaded.encode_src(["hello night"]) == tokenizer.encode_src(["hello night"])
+    with pytest.raises(FileNotFoundError, match="no tokenizer"):
+        TranslationTokenizer.load(tmp_path / "empty")
