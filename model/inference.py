@@ -154,7 +154,7 @@ class Translator:
         cross = [m[0] for m in maps.cross]
         layers = cross if every_layer else cross[-1:]
         title = f"cross-attention: {text!r} → {translation!r}"
-        save_figure(attention_grid(layers, out_tokens, src_tokens, title), path)
+        save_figure(attention_grid(layers, out_tokens, src_tokens, title, first_layer=len(cross) - len(layers) + 1), path)
         written = [path]
         if every_layer:
             for kind, queries, keys in (("encoder_self", src_tokens, src_tokens), ("decoder_self", out_tokens, in_tokens)):

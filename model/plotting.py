@@ -16,11 +16,12 @@ def attention_grid(
     key_tokens: list[str],
     title: str,
     heads: list[int] | None = None,
+    first_layer: int = 1,
 ) -> Figure:
     """Rows = layers, columns = heads. Each map is (query_len, key_len) with rows summing to 1.
 
     ``layers``: per layer a (heads, Lq, Lk) tensor for ONE sentence, already cut to the
-    real (non-padding) tokens.
+    real (non-padding) tokens. ``first_layer``: the number of the first layer given.
     """
     heads = heads if heads is not None else list(range(layers[0].size(0)))
     n_rows, n_cols = len(layers), len(heads)
@@ -35,7 +36,7 @@ def attention_grid(
             ax.imshow(weights[head].float().cpu().numpy(), cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
             ax.set_xticks(range(len(key_tokens)), key_tokens, rotation=90, fontsize=8)
             ax.set_yticks(range(len(query_tokens)), query_tokens, fontsize=8)
-            ax.set_title(f"layer {r + 1} · head {head + 1}", fontsize=9)
+            ax.set_title(f"layer {r + first_layer} · head {head + 1}", fontsize=9)
             if c == 0:
                 ax.set_ylabel("queries (attending)", fontsize=8)
             if r == n_rows - 1:

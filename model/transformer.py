@@ -143,9 +143,20 @@ class Seq2SeqTransformer(nn.Module):
         logits = self.output(self.decoder_norm(y))  # (B, T, tgt_vocab)
         return (logits, self_maps, cross_maps) if need_weights else logits
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher forcing: src (B, S), tgt_in (B, T) -> logits (B, T, tgt_vocab)."""
-        return self.decode(tgt_in, self.encode(src), src)
+    def forward(self, src: Tensor, tgt_in: Tensor, positions: Tensor | None = None) -> Tensor:
+        """Teacher forcing: src (B, S), tgt_in (B, T) -> logits (B, T, tgt_vocab).
+
+        ``positions`` (bool (B, T)): return logits only there, as (N, tgt_vocab). Training
+        passes the non-padding targets: the vocabulary projection, the largest matmul of
+        the model, then skips the padding.
+        """
+        if positions is None:
+            return self.decode(tgt_in, self.encode(src), src)
+        memory, padding = self.encode(src), self.src_padding_mask(src)
+        y = self.tgt_embed(tgt_in)
+        for layer in self.decoder_layers:
+            y, _ = layer(y, memory, padding)
+        return self.output(self.decoder_norm(y[positions]))  # (N, tgt_vocab)
 
     @torch.no_grad()
     def attention_maps(self, src: Tensor, tgt_in: Tensor) -> AttentionMaps:

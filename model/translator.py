@@ -36,18 +36,17 @@ def inverse_sqrt_schedule(warmup_steps: int) -> Callable[[int], float]:
     return factor
 
 
-def label_smoothed_loss(logits: Tensor, target: Tensor, pad_id: int, smoothing: float) -> tuple[Tensor, Tensor, Tensor]:
-    """Mean label-smoothed cross-entropy over non-pad tokens; also the plain NLL and accuracy.
+def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float) -> tuple[Tensor, Tensor, Tensor]:
+    """Mean label-smoothed cross-entropy; also the plain NLL (for perplexity) and accuracy.
 
-    logits (B, T, V), target (B, T). Same value as ``F.cross_entropy(label_smoothing=ε,
-    ignore_index=pad)``, computed from one log-softmax so the NLL (for perplexity) is free.
+    logits (N, V) and target (N,) of the real (non-padding) tokens. Same value as
+    ``F.cross_entropy(label_smoothing=ε)``, from one log-softmax so the NLL comes free.
     """
-    log_probs = logits.float().log_softmax(dim=-1)  # (B, T, V)
-    real = target != pad_id
-    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)[real]  # (N,)
-    uniform = -log_probs.mean(dim=-1)[real]  # cross-entropy with the uniform distribution
+    log_probs = logits.float().log_softmax(dim=-1)  # (N, V)
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (N,)
+    uniform = -log_probs.mean(dim=-1)  # cross-entropy with the uniform distribution
     loss = ((1.0 - smoothing) * nll + smoothing * uniform).mean()
-    accuracy = (logits.argmax(dim=-1)[real] == target[real]).float().mean()
+    accuracy = (logits.argmax(dim=-1) == target).float().mean()
     return loss, nll.mean(), accuracy
 
 
@@ -81,9 +80,9 @@ class TranslationModule(L.LightningModule):
         return self.model(src, tgt_in)
 
     def _step(self, batch: dict[str, Tensor], stage: str) -> Tensor:
-        logits = self.model(batch["src"], batch["tgt_in"])
-        loss, nll, accuracy = label_smoothed_loss(logits, batch["tgt_out"], self.model.pad_id,
-                                                  self.hparams.label_smoothing)
+        real = batch["tgt_out"] != self.model.pad_id  # logits only where there is a target token
+        logits = self.model(batch["src"], batch["tgt_in"], positions=real)  # (N, vocab)
+        loss, nll, accuracy = label_smoothed_loss(logits, batch["tgt_out"][real], self.hparams.label_smoothing)
         n = batch["src"].size(0)
         on_step = stage == "train"
         self.log(f"{stage}/loss", loss, prog_bar=True, on_step=on_step, on_epoch=not on_step, batch_size=n,

@@ -27,6 +27,7 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import warnings
 from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -74,11 +75,13 @@ class TorchTransformer(nn.Module):
         return tokens
 
 
-def tatoeba_like_batch(n_sentences: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Source/target ids with Tatoeba-like BPE lengths (mean ~10 tokens), right-padded."""
+def tatoeba_like_batch(n_sentences: int, seed: int = 0, spread: float = 4.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Source/target ids with Tatoeba-like BPE lengths (around 10-12 tokens), right-padded.
+
+    ``spread``: standard deviation of the lengths; a small one mimics one length bucket.
+    """
     g = torch.Generator().manual_seed(seed)
-    lengths = (torch.randn(n_sentences, generator=g) * 4 + 10).clamp(3, 30).long()
-    lengths = lengths.sort().values  # a length-bucketed batch, as the sampler makes
+    lengths = (torch.randn(n_sentences, generator=g) * spread + 11).round().clamp(3, 30).long()
     src = torch.full((n_sentences, int(lengths.max())), PAD)
     tgt = torch.full((n_sentences, int(lengths.max()) + 2), PAD)
     for i, n in enumerate(lengths.tolist()):
@@ -91,10 +94,16 @@ def tatoeba_like_batch(n_sentences: int, seed: int = 0) -> tuple[torch.Tensor, t
 
 
 def training_step(model, optimizer, src, tgt, autocast: bool) -> None:
+    """One step as each recipe does it: ours projects only real target tokens onto the vocabulary."""
     context = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else contextlib.nullcontext()
+    tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
     with context:
-        logits = model(src, tgt[:, :-1])
-    loss = F.cross_entropy(logits.float().transpose(1, 2), tgt[:, 1:], ignore_index=PAD, label_smoothing=0.1)
+        if isinstance(model, Seq2SeqTransformer):
+            real = tgt_out != PAD
+            logits, target = model(src, tgt_in, positions=real), tgt_out[real]  # (N, vocab), (N,)
+        else:
+            logits, target = model(src, tgt_in).flatten(0, 1), tgt_out.flatten()  # (B·T, vocab)
+    loss = F.cross_entropy(logits.float(), target, ignore_index=PAD, label_smoothing=0.1)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     optimizer.step()
@@ -125,13 +134,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and sentences")
     parser.add_argument("--sentences", type=int, default=2000, help="sentences for the decoding benchmark")
     args = parser.parse_args()
-    repeats = 2 if args.quick else 5
+    repeats = 2 if args.quick else 7
     n_sentences = 200 if args.quick else args.sentences
     torch.manual_seed(0)
+    warnings.filterwarnings("ignore", category=UserWarning)  # torch.nn's mask / nested-tensor notices
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU")
 
     # 1. training throughput ---------------------------------------------------------------
-    src, tgt = tatoeba_like_batch(330)  # ~330 x 12 ≈ 4096 padded tokens per side
+    src, tgt = tatoeba_like_batch(320, spread=0.5)  # one length bucket: 320 x 12 ≈ 4096 tokens per side
     tokens = int((src != PAD).sum() + (tgt[:, 1:] != PAD).sum())
     ours = Seq2SeqTransformer(VOCAB, VOCAB, **SHAPE, share_embeddings=True, tie_output=True).train()
     ref = TorchTransformer().train()
@@ -141,7 +151,7 @@ def main() -> None:
         "ours fp32": lambda: training_step(ours, opt_ours, src, tgt, False),
         "ours bf16": lambda: training_step(ours, opt_ours, src, tgt, True),
         "torch.nn bf16": lambda: training_step(ref, opt_ref, src, tgt, True),
-    }, repeats)
+    }, repeats, warmup=2)
     print(f"\n1. training step, batch {tuple(src.shape)} src / {tuple(tgt.shape)} tgt, {tokens} real tokens")
     for name, seconds in t.items():
         print(f"   {name:14s} {seconds * 1000:7.0f} ms/step  {tokens / seconds:8.0f} tokens/s")
@@ -162,18 +172,18 @@ def main() -> None:
     ours.eval()
     ref.eval()
     batches = [tatoeba_like_batch(100, seed=s)[0] for s in range(n_sentences // 100)]
-    max_steps = 25  # random weights never emit EOS: every sentence runs the full length
+    max_steps = 25  # no EOS id (-1): every sentence runs the full length, in both implementations
 
     def decode_ours(use_cache: bool):
         for batch in batches:
-            greedy_decode(ours, batch, BOS, EOS, max_len_a=0.0, max_len_b=max_steps, use_cache=use_cache)
+            greedy_decode(ours, batch, BOS, -1, max_len_a=0.0, max_len_b=max_steps, use_cache=use_cache)
 
     def decode_ref():
         for batch in batches:
             ref.greedy(batch, max_steps)
 
     d = interleaved_times({"cached": lambda: decode_ours(True), "uncached": lambda: decode_ours(False),
-                           "torch.nn uncached": decode_ref}, max(1, repeats // 2), warmup=0)
+                           "torch.nn uncached": decode_ref}, 1 if args.quick else 2, warmup=0)
     n = len(batches) * 100
     print(f"\n2. greedy decoding of {n} sentences, batches of 100, {max_steps} steps each (fp32)")
     for name, seconds in d.items():

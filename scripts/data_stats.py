@@ -18,9 +18,14 @@ from data.datamodule import TranslationDataModule  # noqa: E402
 from data.sampler import TokenBucketBatchSampler, token_batches  # noqa: E402
 
 
-def padding_share(batches: list[list[int]], lengths: list[int]) -> float:
-    budget = sum(len(b) * max(lengths[i] for i in b) for b in batches)
-    return 1 - sum(lengths[i] for b in batches for i in b) / budget
+def padding_share(batches: list[list[int]], src_ids: list[list[int]], tgt_ids: list[list[int]]) -> float:
+    """Share of the padded src + tgt tensors that is padding (the target gains BOS / EOS)."""
+    padded = real = 0
+    for batch in batches:
+        src, tgt = [len(src_ids[i]) for i in batch], [len(tgt_ids[i]) + 1 for i in batch]
+        padded += len(batch) * (max(src) + max(tgt))
+        real += sum(src) + sum(tgt)
+    return 1 - real / padded
 
 
 def main() -> None:
@@ -46,8 +51,9 @@ def main() -> None:
         order = list(range(len(lengths)))
         random.Random(0).shuffle(order)
         shuffled = token_batches(lengths, 4096, order)
-        print(f"padding share of the 4096-token budget: bucketed {padding_share(bucketed, lengths):.1%} "
-              f"({len(bucketed)} batches), random {padding_share(shuffled, lengths):.1%} ({len(shuffled)} batches)")
+        src_ids, tgt_ids = train["src_ids"], train["tgt_ids"]
+        print(f"padding in 4096-token batches: bucketed {padding_share(bucketed, src_ids, tgt_ids):.1%} "
+              f"({len(bucketed)} batches), random {padding_share(shuffled, src_ids, tgt_ids):.1%} ({len(shuffled)} batches)")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,14 @@ def test_forward_shape_and_padding_mask():
     torch.testing.assert_close(model(src_more_pad, tgt), model(src, tgt), atol=1e-5, rtol=1e-5)
 
 
+def test_logits_at_selected_positions_only():
+    model = tiny_model()
+    src, tgt = torch.randint(3, 20, (2, 5)), torch.randint(3, 20, (2, 6))
+    tgt[1, 4:] = PAD
+    real = tgt != PAD
+    torch.testing.assert_close(model(src, tgt, positions=real), model(src, tgt)[real], atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_decoder_is_causal(norm_first):
     model = tiny_model(norm_first=norm_first)
