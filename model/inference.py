@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from data.tokenizer import JOINT_FILE, SRC_FILE, TranslationTokenizer
-from model.plotting import attention_grid, save_figure
+from model.plotting import ATTENTION_TITLES, attention_grid, save_figure
 from model.search import beam_search, greedy_decode, strip_special
 from model.transformer import Seq2SeqTransformer
 
@@ -159,7 +159,7 @@ class Translator:
         if every_layer:
             for kind, queries, keys in (("encoder_self", src_tokens, src_tokens), ("decoder_self", out_tokens, in_tokens)):
                 extra = path.with_name(f"{path.stem}_{kind}{path.suffix}")
-                figure = attention_grid([m[0] for m in getattr(maps, kind)], queries, keys, f"{kind.replace('_', ' ')} attention")
+                figure = attention_grid([m[0] for m in getattr(maps, kind)], queries, keys, ATTENTION_TITLES[kind])
                 save_figure(figure, extra)
                 written.append(extra)
         return written

@@ -9,6 +9,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from torch import Tensor  # noqa: E402
 
+# The three attention types of the article, as figure titles.
+ATTENTION_TITLES = {
+    "encoder_self": "encoder self-attention",
+    "decoder_self": "decoder masked self-attention",
+    "cross": "encoder-decoder (cross) attention",
+}
+
 
 def attention_grid(
     layers: list[Tensor],

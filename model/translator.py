@@ -19,11 +19,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from model.metrics import corpus_scores
-from model.plotting import attention_grid, save_figure
+from model.plotting import ATTENTION_TITLES, attention_grid, save_figure
 from model.search import beam_search, greedy_decode, strip_special
 from model.transformer import Seq2SeqTransformer
-
-ATTENTION_KINDS = ("encoder_self", "decoder_self", "cross")
 
 
 def inverse_sqrt_schedule(warmup_steps: int) -> Callable[[int], float]:
@@ -209,10 +207,10 @@ class TranslationModule(L.LightningModule):
             out_tokens, in_tokens = tokenizer.tgt_tokens(output), tokenizer.tgt_tokens(tgt_in[0].tolist())
             axes = {"encoder_self": (src_tokens, src_tokens), "decoder_self": (out_tokens, in_tokens),
                     "cross": (out_tokens, src_tokens)}
-            for kind in ATTENTION_KINDS:
+            for kind in ATTENTION_TITLES:
                 layers = [m[0] for m in getattr(maps, kind)]  # per layer (heads, Lq, Lk)
                 queries, keys = axes[kind]
-                title = f"{kind.replace('_', ' ')} attention · step {self.global_step} · rows = queries"
+                title = f"{ATTENTION_TITLES[kind]} · step {self.global_step} · rows = queries"
                 path = folder / f"{kind}_sentence{n}.png"
                 save_figure(attention_grid(layers, queries, keys, title), path)
                 written.append(path)
