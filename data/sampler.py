@@ -51,6 +51,7 @@ class TokenBucketBatchSampler(Sampler[list[int]]):
         self.lengths, self.max_tokens = list(lengths), max_tokens
         self.shuffle, self.seed, self.epoch = shuffle, seed, 0
         self.num_replicas, self.rank = num_replicas, rank
+        self._cached: tuple[int, list[list[int]]] | None = None  # (epoch, batches): len() and iter() share it
         if not 0 <= rank < num_replicas:
             raise ValueError(f"rank {rank} is not in [0, {num_replicas})")
 
@@ -59,6 +60,8 @@ class TokenBucketBatchSampler(Sampler[list[int]]):
         self.epoch = epoch
 
     def _all_batches(self) -> list[list[int]]:
+        if self._cached is not None and self._cached[0] == self.epoch:
+            return self._cached[1]
         generator = torch.Generator().manual_seed(self.seed + self.epoch)
         lengths = torch.tensor(self.lengths, dtype=torch.float64)
         if self.shuffle:  # random order among equal lengths
@@ -72,6 +75,7 @@ class TokenBucketBatchSampler(Sampler[list[int]]):
             batches[largest : largest + 1] = [batches[largest][:half], batches[largest][half:]]
         if self.shuffle:
             batches = [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+        self._cached = (self.epoch, batches)
         return batches
 
     def __iter__(self) -> Iterator[list[int]]:

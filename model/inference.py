@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from data.sampler import pad_batch
 from data.tokenizer import JOINT_FILE, SRC_FILE, TranslationTokenizer
 from model.plotting import ATTENTION_TITLES, attention_grid, save_figure
 from model.search import beam_search, greedy_decode, strip_special
@@ -122,8 +123,6 @@ class Translator:
     def translate_ids(self, ids: list[list[int]], beam_size: int = 5, length_penalty: float = 0.6,
                       max_len_a: float = 1.5, max_len_b: int = 10) -> list[str]:
         """One batch of source ids -> Spanish strings."""
-        from data.sampler import pad_batch
-
         src = pad_batch(ids, self.tokenizer.pad_id).to(self.device)
         bos, eos = self.tokenizer.bos_id, self.tokenizer.eos_id
         with self._autocast():

@@ -80,12 +80,12 @@ def beam_search(
     scores[:, 1:] = float("-inf")  # all k hypotheses start identical: keep only one alive
     finished = torch.zeros(batch * k, dtype=torch.bool, device=device)
     lengths = torch.zeros(batch * k, device=device)
+    # A finished hypothesis may only continue with PAD, at log-probability 0.
+    frozen = torch.full((model.tgt_vocab_size,), float("-inf"), device=device)
+    frozen[pad_id] = 0.0
     for _ in range(max_steps):
         logits = model.decode(tokens[:, -1:], memory, src, cache)[:, -1].float()
         log_probs = logits.log_softmax(dim=-1)  # (B·k, vocab)
-        # A finished hypothesis may only continue with PAD, at log-probability 0.
-        frozen = torch.full_like(log_probs, float("-inf"))
-        frozen[:, pad_id] = 0.0
         log_probs = torch.where(finished[:, None], frozen, log_probs)
         vocab = log_probs.size(-1)
         candidates = (scores.view(-1, 1) + log_probs).view(batch, k * vocab)  # (B, k·vocab)
