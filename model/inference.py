@@ -17,6 +17,8 @@ import torch
 
 from data.sampler import pad_batch
 from data.tokenizer import JOINT_FILE, SRC_FILE, TranslationTokenizer
+from matplotlib.figure import Figure
+
 from model.plotting import ATTENTION_TITLES, attention_grid, save_figure
 from model.search import beam_search, greedy_decode, strip_special
 from model.transformer import Seq2SeqTransformer
@@ -58,6 +60,38 @@ def find_tokenizer_folder(checkpoint: Path) -> Path:
         if (folder / JOINT_FILE).is_file() or (folder / SRC_FILE).is_file():
             return folder
     raise RunLoadError(f"{checkpoint.parent.parent / JOINT_FILE}: tokenizer missing for checkpoint {checkpoint}")
+
+
+@torch.no_grad()
+def attention_figures(
+    model: Seq2SeqTransformer,
+    tokenizer: TranslationTokenizer,
+    text: str,
+    src_ids: list[int],
+    output_ids: list[int],
+    caption: str = "",
+    kinds: tuple[str, ...] = tuple(ATTENTION_TITLES),
+    last_layer_only: bool = False,
+) -> dict[str, Figure]:
+    """Attention grids (layers x heads) of one sentence pair, tokens on the axes.
+
+    ``output_ids``: the translation's ids ending with EOS (the decoder's outputs); its
+    input is BOS + all but the last. Rows are queries: output tokens for the decoder
+    maps, source tokens for the encoder's.
+    """
+    device = next(model.parameters()).device
+    tgt_in = [tokenizer.bos_id] + output_ids[:-1]
+    maps = model.attention_maps(torch.tensor([src_ids], device=device), torch.tensor([tgt_in], device=device))
+    src_tokens, out_tokens = tokenizer.src_tokens(text), tokenizer.tgt_tokens(output_ids)
+    axes = {"encoder_self": (src_tokens, src_tokens), "decoder_self": (out_tokens, tokenizer.tgt_tokens(tgt_in)),
+            "cross": (out_tokens, src_tokens)}
+    figures = {}
+    for kind in kinds:
+        layers = [m[0] for m in getattr(maps, kind)]  # per layer (heads, Lq, Lk)
+        first_layer = len(layers) if last_layer_only else 1
+        layers = layers[first_layer - 1 :]
+        figures[kind] = attention_grid(layers, *axes[kind], ATTENTION_TITLES[kind] + caption, first_layer=first_layer)
+    return figures
 
 
 @dataclass
@@ -145,20 +179,13 @@ class Translator:
         ids, _ = self.encode([text])
         translation = self.translate_ids(ids, **search)[0]
         output = self.tokenizer.encode_tgt([translation])[0] + [self.tokenizer.eos_id]
-        src = torch.tensor(ids, device=self.device)
-        tgt_in = torch.tensor([[self.tokenizer.bos_id] + output[:-1]], device=self.device)
-        maps = self.model.attention_maps(src, tgt_in)
-        src_tokens, out_tokens = self.tokenizer.src_tokens(text), self.tokenizer.tgt_tokens(output)
-        in_tokens = self.tokenizer.tgt_tokens(tgt_in[0].tolist())
-        cross = [m[0] for m in maps.cross]
-        layers = cross if every_layer else cross[-1:]
-        title = f"cross-attention: {text!r} → {translation!r}"
-        save_figure(attention_grid(layers, out_tokens, src_tokens, title, first_layer=len(cross) - len(layers) + 1), path)
-        written = [path]
-        if every_layer:
-            for kind, queries, keys in (("encoder_self", src_tokens, src_tokens), ("decoder_self", out_tokens, in_tokens)):
-                extra = path.with_name(f"{path.stem}_{kind}{path.suffix}")
-                figure = attention_grid([m[0] for m in getattr(maps, kind)], queries, keys, ATTENTION_TITLES[kind])
-                save_figure(figure, extra)
-                written.append(extra)
+        kinds = tuple(ATTENTION_TITLES) if every_layer else ("cross",)
+        figures = attention_figures(self.model, self.tokenizer, text, ids[0], output,
+                                    caption=f": {text!r} → {translation!r}", kinds=kinds,
+                                    last_layer_only=not every_layer)
+        written = []
+        for kind, figure in figures.items():
+            target = path if kind == "cross" else path.with_name(f"{path.stem}_{kind}{path.suffix}")
+            save_figure(figure, target)
+            written.append(target)
         return written

@@ -19,7 +19,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from model.metrics import corpus_scores
-from model.plotting import ATTENTION_TITLES, attention_grid, save_figure
+from model.inference import attention_figures
+from model.plotting import save_figure
 from model.search import beam_search, greedy_decode, strip_special
 from model.transformer import Seq2SeqTransformer
 
@@ -198,21 +199,15 @@ class TranslationModule(L.LightningModule):
         folder.mkdir(parents=True, exist_ok=True)
         written = []
         for n, row in enumerate(self.attention_rows()):
-            src = torch.tensor([datamodule.splits["validation"]["src_ids"][row]], device=self.device)
+            src_ids = datamodule.splits["validation"]["src_ids"][row]
+            src = torch.tensor([src_ids], device=self.device)
             output = greedy_decode(self.model, src, tokenizer.bos_id, tokenizer.eos_id)[0].tolist()
             output = output[: output.index(tokenizer.eos_id) + 1] if tokenizer.eos_id in output else output
-            tgt_in = torch.tensor([[tokenizer.bos_id] + output[:-1]], device=self.device)
-            maps = self.model.attention_maps(src, tgt_in)
-            src_tokens = tokenizer.src_tokens(datamodule.sources("validation")[row])
-            out_tokens, in_tokens = tokenizer.tgt_tokens(output), tokenizer.tgt_tokens(tgt_in[0].tolist())
-            axes = {"encoder_self": (src_tokens, src_tokens), "decoder_self": (out_tokens, in_tokens),
-                    "cross": (out_tokens, src_tokens)}
-            for kind in ATTENTION_TITLES:
-                layers = [m[0] for m in getattr(maps, kind)]  # per layer (heads, Lq, Lk)
-                queries, keys = axes[kind]
-                title = f"{ATTENTION_TITLES[kind]} · step {self.global_step} · rows = queries"
+            figures = attention_figures(self.model, tokenizer, datamodule.sources("validation")[row], src_ids, output,
+                                        caption=f" · step {self.global_step} · rows = queries")
+            for kind, figure in figures.items():
                 path = folder / f"{kind}_sentence{n}.png"
-                save_figure(attention_grid(layers, queries, keys, title), path)
+                save_figure(figure, path)
                 written.append(path)
                 self._log_image(f"attention/{kind}/sentence_{n}", path)
         return written
