@@ -20,15 +20,16 @@ everything ``translate.py`` needs.
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 import hydra
 import lightning as L
-from hydra.core.hydra_config import HydraConfig
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from model.inference import tokenizer_fingerprint
+from data.tokenizer import tokenizer_fingerprint
+from model.precision import choose_precision
 
 log = logging.getLogger("train")
 
@@ -46,10 +47,15 @@ def resume_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
     return None
 
 
-@hydra.main(version_base="1.3", config_path="configs", config_name="train")
-def main(cfg: DictConfig) -> dict[str, float]:
+def train(cfg: DictConfig) -> dict[str, float]:
+    """Build data, model, module, loggers and trainer from a composed config; train, then test.
+
+    Everything lands in ``cfg.paths.output_dir``. Returns the final metrics (validation and,
+    with ``cfg.test``, test). Tests call this directly; ``main`` is the command-line wrapper.
+    """
     L.seed_everything(cfg.seed, workers=True)
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    run_dir = Path(cfg.paths.output_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
 
     datamodule = instantiate(cfg.data)
     datamodule.setup()  # builds (or reads from the cache) splits, tokenizer and token ids
@@ -57,6 +63,8 @@ def main(cfg: DictConfig) -> dict[str, float]:
         cfg.model.src_vocab_size = datamodule.src_vocab_size
         cfg.model.tgt_vocab_size = datamodule.tgt_vocab_size
         cfg.model.pad_id = datamodule.special_ids["pad_id"]
+        if cfg.trainer.precision == "auto":  # bf16 autocast only where it is faster (model/precision.py)
+            cfg.trainer.precision = choose_precision(cfg.trainer.accelerator)
     # Kept in the checkpoint (plain values, no _target_) so translate.py can rebuild the model.
     model_config = {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items() if k != "_target_"}
     model = instantiate(cfg.model)
@@ -72,15 +80,29 @@ def main(cfg: DictConfig) -> dict[str, float]:
     n_params = sum(p.numel() for p in model.parameters())
     log.info("model: %.1fM parameters; run folder: %s", n_params / 1e6, run_dir)
 
-    trainer.fit(module, datamodule=datamodule, ckpt_path=resume_checkpoint(cfg, run_dir))
-    # The weights as training left them (a time limit rarely stops on a validation step).
-    final = run_dir / "checkpoints" / "final.ckpt"
-    trainer.save_checkpoint(final, weights_only=True)
-    metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
-    if cfg.test:  # beam search on the test split, final weights
-        results = trainer.test(module, datamodule=datamodule)
-        metrics.update(results[0] if results else {})
+    try:
+        trainer.fit(module, datamodule=datamodule, ckpt_path=resume_checkpoint(cfg, run_dir))
+        # The weights as training left them (a time limit rarely stops on a validation step).
+        trainer.save_checkpoint(run_dir / "checkpoints" / "final.ckpt", weights_only=True)
+        metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+        if cfg.test:  # the configured search (beam) on the test split, final weights
+            results = trainer.test(module, datamodule=datamodule)
+            metrics.update(results[0] if results else {})
+    finally:
+        finish_wandb_run()
     return metrics
+
+
+def finish_wandb_run() -> None:
+    """Close the wandb run, so that the next ``train`` in this process (a sweep, a test) starts its own."""
+    wandb = sys.modules.get("wandb")
+    if wandb is not None and wandb.run is not None:
+        wandb.finish()
+
+
+@hydra.main(version_base="1.3", config_path="configs", config_name="train")
+def main(cfg: DictConfig) -> dict[str, float]:
+    return train(cfg)
 
 
 if __name__ == "__main__":

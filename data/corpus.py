@@ -131,7 +131,7 @@ def _download(target: Path, sha256: str | None) -> Path:
     return target
 
 
-def read_lines(path: str | os.PathLike) -> list[str]:
+def corpus_lines(path: str | os.PathLike) -> list[str]:
     """Text lines of ``spa.txt``, from the zip or the plain file; bad UTF-8 bytes become U+FFFD."""
     path = Path(path)
     if path.suffix == ".zip":
@@ -187,6 +187,6 @@ def _keep_clean(english: str, spanish: str, line: str, pairs: list, report: Pars
 
 def load_pairs(path: str | os.PathLike) -> tuple[list[tuple[str, str]], ParseReport]:
     """Read and parse a corpus file; the report is logged once, as a warning if lines were skipped."""
-    pairs, report = parse_lines(read_lines(path))
+    pairs, report = parse_lines(corpus_lines(path))
     (log.warning if report.skipped else log.info)("%s: %s", path, report.summary())
     return pairs, report

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from torch.utils.data import DataLoader
 from data.corpus import DEFAULT_CACHE, ParseReport, clean_pairs, load_pairs, locate_corpus
 from data.sampler import TokenBucketBatchSampler, pad_batch
 from data.splits import split_pairs
-from data.tokenizer import TranslationTokenizer
+from data.tokenizer import TranslationTokenizer, truncate_source
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1  # bump when the cached format changes
@@ -196,7 +195,7 @@ class TranslationDataModule(L.LightningDataModule):
         src_ids, tgt_ids = self._ids[split]
         limit = self.hparams.max_sentence_len
         if rows is None:  # evaluation keeps every row; over-long sources are truncated (EOS kept)
-            src_ids = [s if len(s) <= limit else s[: limit - 1] + s[-1:] for s in src_ids]
+            src_ids = [truncate_source(s, limit) for s in src_ids]
             tgt_ids = [t[: limit - 1] for t in tgt_ids]
             rows = list(range(len(src_ids)))
         # A pair's cost in the budget: its longer side (the target gains BOS / EOS).

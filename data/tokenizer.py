@@ -9,6 +9,7 @@ vocabularies as an option. Saved as ``tokenizer.json`` (joint) or
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -18,6 +19,56 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]  # ids 0, 1, 2, 3
 JOINT_FILE, SRC_FILE, TGT_FILE = "tokenizer.json", "tokenizer.src.json", "tokenizer.tgt.json"
+
+
+def _byte_decoder() -> dict[str, int]:
+    """Byte-level BPE spells each byte as one printable character (GPT-2's table); this inverts it."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    others = [b for b in range(256) if b not in printable]
+    return {chr(b): b for b in printable} | {chr(256 + n): b for n, b in enumerate(others)}
+
+
+BYTE_DECODER = _byte_decoder()
+WORD_START = "▁"  # shown for a token's leading space: where a word begins
+
+
+def readable_tokens(tokenizer: Tokenizer, ids: list[int]) -> list[str]:
+    """Labels for a sequence of byte-level BPE ids: real characters (``ñ``, ``¿``), never byte codes.
+
+    A character whose UTF-8 bytes are split across tokens is shown on the token where it
+    starts; a token holding only the rest of a character is shown as ``·``.
+    """
+    pieces = [""] * len(ids)
+    data, owner = bytearray(), []  # the bytes of the sequence, and which token each came from
+    for i, token_id in enumerate(ids):
+        token = tokenizer.id_to_token(token_id)
+        if token is None or token in SPECIAL_TOKENS:
+            pieces[i] = token or "<unk>"
+            continue
+        data += bytes(BYTE_DECODER[c] for c in token)
+        owner += [i] * len(token)
+    start = 0
+    while start < len(data):  # one UTF-8 character at a time, credited to its first byte's token
+        lead = data[start]
+        length = 1 if lead < 0xC0 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+        pieces[owner[start]] += bytes(data[start : start + length]).decode("utf-8", errors="replace")
+        start += length
+    return [piece.replace(" ", WORD_START) if piece else "·" for piece in pieces]
+
+
+def truncate_source(ids: list[int], limit: int) -> list[int]:
+    """Cut source ids (which end with EOS) to ``limit`` tokens, keeping the EOS."""
+    return ids if len(ids) <= limit else ids[: limit - 1] + ids[-1:]
+
+
+def tokenizer_fingerprint(folder: str | os.PathLike) -> str:
+    """sha256 of the tokenizer file(s) in ``folder``: stored in checkpoints so a mismatch is caught."""
+    folder = Path(folder)
+    files = [folder / JOINT_FILE] if (folder / JOINT_FILE).is_file() else [folder / SRC_FILE, folder / TGT_FILE]
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.read_bytes())
+    return digest.hexdigest()
 
 
 def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2) -> Tokenizer:
@@ -74,19 +125,13 @@ class TranslationTokenizer:
     def decode_tgt(self, ids: list[list[int]]) -> list[str]:
         return self.tgt.decode_batch(ids, skip_special_tokens=True)
 
-    def src_tokens(self, text: str) -> list[str]:
-        """Readable source pieces (plus EOS), for attention-map axes."""
-        return [self._readable(self.src, i) for i in self.encode_src([text])[0]]
+    def src_tokens(self, ids: list[int]) -> list[str]:
+        """Readable source pieces of ``ids``, for attention-map axes."""
+        return readable_tokens(self.src, ids)
 
     def tgt_tokens(self, ids: list[int]) -> list[str]:
-        return [self._readable(self.tgt, i) for i in ids]
-
-    @staticmethod
-    def _readable(tokenizer: Tokenizer, token_id: int) -> str:
-        token = tokenizer.id_to_token(token_id)
-        if token in SPECIAL_TOKENS:
-            return token
-        return tokenizer.decode([token_id]).replace(" ", "▁")  # byte-level 'Ġ' -> visible space
+        """Readable target pieces of ``ids``, for attention-map axes."""
+        return readable_tokens(self.tgt, ids)
 
     def save(self, folder: str | os.PathLike) -> list[Path]:
         folder = Path(folder)

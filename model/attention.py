@@ -56,7 +56,7 @@ def blocked_positions(
     if causal:
         blocked = causal_mask(query_len, key_len, device)  # (Lq, Lk)
     if key_padding_mask is not None:
-        padding = key_padding_mask[:, None, None, :]  # (B, 1, 1, Lk)
+        padding = key_padding_mask[:, None, None, :]  # (B, 1, 1, Lk): the same keys for every head and query
         blocked = padding if blocked is None else (padding | blocked)
     return blocked
 
@@ -134,10 +134,9 @@ class Attention(nn.Module):
     ) -> Tensor | tuple[Tensor, Tensor]:
         """q: (Lq, d) or (B, Lq, d); k, v: (Lk, d) or (B, Lk, d); key_padding_mask: (B, Lk)."""
         Q, K, V = self.WQ(q), self.WK(k), self.WV(v)  # (B?, L, d_head)
-        blocked = blocked_positions(Q.size(-2), K.size(-2), causal, None, Q.device)
-        if key_padding_mask is not None:
-            padding = key_padding_mask[:, None, :]  # (B, 1, Lk)
-            blocked = padding if blocked is None else padding | blocked
+        blocked = blocked_positions(Q.size(-2), K.size(-2), causal, key_padding_mask, Q.device)
+        if blocked is not None and blocked.dim() == 4:
+            blocked = blocked.squeeze(1)  # one head: (B, Lq or 1, Lk)
         weights = attention_weights(Q, K, blocked)  # (B?, Lq, Lk)
         out = weights @ V  # step 4: (B?, Lq, d_head)
         return (out, weights) if need_weights else out
@@ -190,11 +189,8 @@ class MultiHeadAttention(nn.Module):
         self.dropout = dropout
         self.fused = True  # False forces the explicit path everywhere (for checks)
         heads = [Attention(d_model, d_head) for _ in range(num_heads)]
-        self.in_proj_weight = nn.Parameter(
-            torch.cat(
-                [torch.cat([getattr(h, w).weight.detach() for h in heads]) for w in ("WQ", "WK", "WV")]
-            )
-        )
+        packed = [torch.cat([getattr(h, w).weight.detach() for h in heads]) for w in ("WQ", "WK", "WV")]
+        self.in_proj_weight = nn.Parameter(torch.cat(packed))  # (3·H·d_head, d_model)
         self.in_proj_bias = nn.Parameter(torch.zeros(3 * num_heads * d_head)) if bias else None
         inner = num_heads * d_head
         self.out_proj = nn.Linear(inner, d_model, bias=bias) if out_proj else None

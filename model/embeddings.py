@@ -28,13 +28,10 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int = 512) -> None:
         super().__init__()
-        self.max_len = max_len
         self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
 
     def forward(self, length: int, offset: int = 0) -> Tensor:
         """Positions offset .. offset+length-1 -> (length, d_model)."""
-        if offset + length > self.max_len:
-            raise ValueError(f"sequence of length {offset + length} exceeds max_len={self.max_len}")
         return self.table[offset : offset + length]
 
 
@@ -43,12 +40,9 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int = 512) -> None:
         super().__init__()
-        self.max_len = max_len
         self.embedding = nn.Embedding(max_len, d_model)
 
     def forward(self, length: int, offset: int = 0) -> Tensor:
-        if offset + length > self.max_len:
-            raise ValueError(f"sequence of length {offset + length} exceeds max_len={self.max_len}")
         positions = torch.arange(offset, offset + length, device=self.embedding.weight.device)
         return self.embedding(positions)
 
@@ -67,6 +61,7 @@ class Embeddings(nn.Module):
     ) -> None:
         super().__init__()
         self.token = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
+        self.max_len = max_len
         if positional == "sinusoidal":
             self.position: nn.Module = SinusoidalPositionalEncoding(d_model, max_len)
         elif positional == "learned":
@@ -78,5 +73,7 @@ class Embeddings(nn.Module):
 
     def forward(self, tokens: Tensor, offset: int = 0) -> Tensor:
         """``offset``: position of the first token (the number of cached decoding steps)."""
+        if offset + tokens.size(1) > self.max_len:
+            raise ValueError(f"sequence of length {offset + tokens.size(1)} exceeds max_len={self.max_len}")
         x = self.token(tokens) * self.scale  # (B, L, d_model)
         return self.dropout(x + self.position(tokens.size(1), offset).to(x.dtype))

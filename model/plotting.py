@@ -1,6 +1,8 @@
-"""Attention heatmaps: one figure per layer set, heads as a grid, tokens on the axes."""
+"""Attention heatmaps: one figure per attention type, layers x heads as a grid, tokens on the axes."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import matplotlib
 
@@ -8,6 +10,8 @@ matplotlib.use("Agg")  # files only: no display needed
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from torch import Tensor  # noqa: E402
+
+from model.transformer import AttentionMaps  # noqa: E402
 
 # The three attention types of the article, as figure titles.
 ATTENTION_TITLES = {
@@ -53,6 +57,32 @@ def attention_grid(
     return fig
 
 
-def save_figure(fig: Figure, path) -> None:
+def attention_figures(
+    maps: AttentionMaps,
+    src_tokens: list[str],
+    input_tokens: list[str],
+    output_tokens: list[str],
+    caption: str = "",
+    kinds: tuple[str, ...] = tuple(ATTENTION_TITLES),
+    last_layer_only: bool = False,
+) -> dict[str, Figure]:
+    """Grids of one sentence pair's attention (``SentenceAttention.maps``), one figure per kind.
+
+    Rows of each map are queries: source tokens for the encoder's, output tokens for the
+    decoder's. Keys: source tokens, or the decoder's inputs (BOS + outputs but the last).
+    """
+    axes = {"encoder_self": (src_tokens, src_tokens), "decoder_self": (output_tokens, input_tokens),
+            "cross": (output_tokens, src_tokens)}
+    figures = {}
+    for kind in kinds:
+        layers = getattr(maps, kind)  # per layer (heads, Lq, Lk)
+        first_layer = len(layers) if last_layer_only else 1
+        figures[kind] = attention_grid(layers[first_layer - 1 :], *axes[kind], ATTENTION_TITLES[kind] + caption,
+                                       first_layer=first_layer)
+    return figures
+
+
+def save_figure(fig: Figure, path: str | Path) -> None:
+    """Write a figure as PNG and free its memory."""
     fig.savefig(path, dpi=80)
     plt.close(fig)

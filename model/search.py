@@ -1,15 +1,100 @@
-"""Batched greedy and beam search with the incremental-decoding cache.
+"""Batched greedy and beam search with the incremental-decoding cache, behind one entry point.
 
-Each step feeds only the newest token; self-attention keys/values of earlier steps and
-the encoder memory's cross-attention keys/values come from the cache.
+``search(model, src, bos, eos, SearchConfig(...))`` is how everything translates —
+validation, test, ``translate.py`` and the attention pictures — in the spirit of the
+Annotated Transformer's ``decode(encode(src))`` and JoeyNMT's ``search()``. Each step
+feeds only the newest token; self-attention keys/values of earlier steps and the encoder
+memory's cross-attention keys/values come from the cache.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
 import torch
 from torch import Tensor
 
-from model.transformer import Seq2SeqTransformer
+from model.transformer import AttentionMaps, Seq2SeqTransformer
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """How to search: beam width (1 = greedy), GNMT length penalty, output length limit."""
+
+    beam_size: int = 5
+    length_penalty: float = 0.6  # alpha; 0 ranks hypotheses by raw log-probability
+    max_len_a: float = 1.5  # longest output = a * source length + b tokens
+    max_len_b: int = 10
+
+    def __post_init__(self) -> None:
+        if self.beam_size < 1:
+            raise ValueError(f"beam_size must be at least 1 (1 = greedy), got {self.beam_size}")
+        if self.max_len_a < 0:
+            raise ValueError(f"max_len_a must not be negative, got {self.max_len_a}")
+
+    @property
+    def greedy(self) -> SearchConfig:
+        """The same length limits with beam size 1."""
+        return replace(self, beam_size=1)
+
+
+@dataclass
+class SentenceAttention:
+    """Every attention weight of one translated sentence, with the token ids on each axis."""
+
+    src_ids: list[int]  # encoder positions: queries and keys of encoder self-attention, keys of cross
+    input_ids: list[int]  # decoder inputs: BOS + all outputs but the last (keys of decoder self-attention)
+    output_ids: list[int]  # decoder outputs, as the search produced them (EOS included when it ended)
+    maps: AttentionMaps  # per layer (heads, query_len, key_len)
+
+
+@dataclass
+class SearchOutput:
+    """The search's result: per source row the output ids, EOS and padding removed."""
+
+    ids: list[list[int]]
+    attention: dict[int, SentenceAttention] = field(default_factory=dict)  # for the rows asked for
+
+
+@torch.no_grad()
+def search(
+    model: Seq2SeqTransformer,
+    src: Tensor,
+    bos_id: int,
+    eos_id: int,
+    config: SearchConfig = SearchConfig(),
+    attention_rows: Sequence[int] = (),
+) -> SearchOutput:
+    """Translate a right-padded batch src (B, S): greedy or beam search, EOS cut off.
+
+    ``attention_rows``: source rows whose attention weights to return, recomputed for
+    exactly the ids this search produced (the beam's winner, not a re-translation).
+    """
+    if config.beam_size == 1:
+        tokens = greedy_decode(model, src, bos_id, eos_id, config.max_len_a, config.max_len_b)
+    else:
+        tokens, _ = beam_search(model, src, bos_id, eos_id, config.beam_size, config.length_penalty,
+                                config.max_len_a, config.max_len_b)
+    ids = strip_special(tokens, eos_id, model.pad_id)
+    ended = (tokens == eos_id).any(dim=1).tolist()
+    attention = {}
+    for row in attention_rows:
+        outputs = ids[row] + ([eos_id] if ended[row] else [])
+        attention[row] = sentence_attention(model, src[row][src[row] != model.pad_id].tolist(), outputs, bos_id)
+    return SearchOutput(ids, attention)
+
+
+@torch.no_grad()
+def sentence_attention(model: Seq2SeqTransformer, src_ids: list[int], output_ids: list[int],
+                       bos_id: int) -> SentenceAttention:
+    """Attention weights of one sentence pair by teacher forcing (equal to those of cached decoding)."""
+    device = next(model.parameters()).device
+    input_ids = [bos_id] + output_ids[:-1]
+    maps = model.attention_maps(torch.tensor([src_ids], device=device), torch.tensor([input_ids], device=device))
+    first = AttentionMaps(*([m[0].float() for m in layers] for layers in (maps.encoder_self, maps.decoder_self,
+                                                                          maps.cross)))
+    return SentenceAttention(src_ids, input_ids, output_ids, first)
 
 
 def max_output_length(src: Tensor, pad_id: int, max_len_a: float, max_len_b: int, limit: int) -> int:

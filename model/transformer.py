@@ -121,11 +121,13 @@ class Seq2SeqTransformer(nn.Module):
         src: Tensor,
         cache: DecoderCache | None = None,
         need_weights: bool = False,
+        output_mask: Tensor | None = None,
     ) -> Tensor | tuple[Tensor, list, list]:
         """tgt_in (B, T), memory (B, S, d), src (B, S) -> logits (B, T, tgt_vocab).
 
         With ``cache``, ``tgt_in`` holds only the new steps; earlier steps' keys/values
         are read from the cache, and positions continue from ``cache.steps``.
+        ``output_mask`` (bool (B, T)): logits only where it is True, as (N, tgt_vocab).
         """
         offset = cache.steps if cache is not None else 0
         y = self.tgt_embed(tgt_in, offset)
@@ -140,23 +142,19 @@ class Seq2SeqTransformer(nn.Module):
                 cross_maps.append(weights[1])
         if cache is not None:
             cache.steps += tgt_in.size(1)
-        logits = self.output(self.decoder_norm(y))  # (B, T, tgt_vocab)
+        if output_mask is not None:
+            y = y[output_mask]  # (N, d_model): the vocabulary projection skips what is not asked for
+        logits = self.output(self.decoder_norm(y))  # (B, T, tgt_vocab) or (N, tgt_vocab)
         return (logits, self_maps, cross_maps) if need_weights else logits
 
-    def forward(self, src: Tensor, tgt_in: Tensor, positions: Tensor | None = None) -> Tensor:
+    def forward(self, src: Tensor, tgt_in: Tensor, output_mask: Tensor | None = None) -> Tensor:
         """Teacher forcing: src (B, S), tgt_in (B, T) -> logits (B, T, tgt_vocab).
 
-        ``positions`` (bool (B, T)): return logits only there, as (N, tgt_vocab). Training
+        ``output_mask`` (bool (B, T)): return logits only there, as (N, tgt_vocab). Training
         passes the non-padding targets: the vocabulary projection, the largest matmul of
         the model, then skips the padding.
         """
-        if positions is None:
-            return self.decode(tgt_in, self.encode(src), src)
-        memory, padding = self.encode(src), self.src_padding_mask(src)
-        y = self.tgt_embed(tgt_in)
-        for layer in self.decoder_layers:
-            y, _ = layer(y, memory, padding)
-        return self.output(self.decoder_norm(y[positions]))  # (N, tgt_vocab)
+        return self.decode(tgt_in, self.encode(src), src, output_mask=output_mask)
 
     @torch.no_grad()
     def attention_maps(self, src: Tensor, tgt_in: Tensor) -> AttentionMaps:

@@ -1,227 +1,141 @@
-"""The LightningModule: where the model meets training — loss, schedule, BLEU, attention maps.
+"""Load a trained run (checkpoint + tokenizer) safely and translate text with it.
 
-It wraps a plain ``Seq2SeqTransformer`` (built by Hydra from ``configs/model``) and reads
-the tokenizer and references from the data module attached to the trainer.
+Not part of the tensor-only core: this is the one module of ``model/`` where the model
+meets the tokenizer of ``data/`` (training's counterpart is the LightningModule, which is
+handed its tokenizer). Checkpoints are read with ``torch.load(weights_only=True)``:
+tensors and plain values only, never arbitrary objects.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import time
+import contextlib
+import logging
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
 
-import lightning as L
 import torch
-import torch.distributed as dist
-import torch.nn.functional as F
-from torch import Tensor
 
-from model.metrics import corpus_scores
-from model.inference import attention_figures
-from model.plotting import save_figure
-from model.search import beam_search, greedy_decode, strip_special
+from data.sampler import pad_batch
+from data.tokenizer import JOINT_FILE, SRC_FILE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
+from model.explorer import sentence_record, write_explorer
+from model.plotting import ATTENTION_TITLES, attention_figures, save_figure
+from model.search import SearchConfig, SentenceAttention, search
 from model.transformer import Seq2SeqTransformer
 
-
-def inverse_sqrt_schedule(warmup_steps: int) -> Callable[[int], float]:
-    """LR multiplier: linear warm-up to 1 over ``warmup_steps``, then 1/√step decay (Vaswani et al.)."""
-
-    def factor(step: int) -> float:
-        step = max(step, 1)
-        return min(step / warmup_steps, math.sqrt(warmup_steps / step))
-
-    return factor
+log = logging.getLogger(__name__)
+CHECKPOINT_PREFERENCE = ("final.ckpt", "best.ckpt", "last.ckpt")
 
 
-def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float) -> tuple[Tensor, Tensor, Tensor]:
-    """Mean label-smoothed cross-entropy; also the plain NLL (for perplexity) and accuracy.
-
-    logits (N, V) and target (N,) of the real (non-padding) tokens. Same value as
-    ``F.cross_entropy(label_smoothing=ε)``, from one log-softmax so the NLL comes free.
-    """
-    log_probs = logits.float().log_softmax(dim=-1)  # (N, V)
-    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (N,)
-    uniform = -log_probs.mean(dim=-1)  # cross-entropy with the uniform distribution
-    loss = ((1.0 - smoothing) * nll + smoothing * uniform).mean()
-    accuracy = (logits.argmax(dim=-1) == target).float().mean()
-    return loss, nll.mean(), accuracy
+class RunLoadError(RuntimeError):
+    """A run folder, checkpoint or tokenizer that cannot be used, with the file it is about."""
 
 
-class TranslationModule(L.LightningModule):
-    """Trains a ``Seq2SeqTransformer`` and scores it with sacreBLEU."""
+def find_checkpoint(run: str | Path) -> Path:
+    """A checkpoint file as given, or the preferred one in ``<run>/checkpoints/``."""
+    run = Path(run)
+    if run.is_file():
+        return run
+    if not run.exists():
+        raise RunLoadError(f"{run}: no such run folder or checkpoint")
+    for name in CHECKPOINT_PREFERENCE:
+        if (run / "checkpoints" / name).is_file():
+            return run / "checkpoints" / name
+    raise RunLoadError(f"{run / 'checkpoints'}: no checkpoint (expected one of {', '.join(CHECKPOINT_PREFERENCE)})")
 
-    def __init__(
-        self,
-        model: Seq2SeqTransformer,
-        optimizer: Callable[..., torch.optim.Optimizer],
-        warmup_steps: int = 1000,
-        label_smoothing: float = 0.1,
-        val_bleu_samples: int = 500,
-        attention_samples: int = 3,
-        beam_size: int = 5,
-        length_penalty: float = 0.6,
-        max_len_a: float = 1.5,
-        max_len_b: int = 10,
-        model_config: dict | None = None,
-        tokenizer_sha256: str | None = None,
-    ) -> None:
-        super().__init__()
-        # Plain values only (no modules, no callables): checkpoints stay loadable with weights_only=True.
-        self.save_hyperparameters(ignore=["model", "optimizer"])
-        self.model, self.optimizer_factory = model, optimizer
-        self._last_batch_time: float | None = None
-        self._hypotheses: dict[int, str] = {}
 
-    # -- training -------------------------------------------------------------------------
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        return self.model(src, tgt_in)
+def find_tokenizer_folder(checkpoint: Path) -> Path:
+    """``tokenizer.json`` sits in the run folder, the checkpoint's grandparent (or beside it)."""
+    for folder in (checkpoint.parent.parent, checkpoint.parent):
+        if (folder / JOINT_FILE).is_file() or (folder / SRC_FILE).is_file():
+            return folder
+    raise RunLoadError(f"{checkpoint.parent.parent / JOINT_FILE}: tokenizer missing for checkpoint {checkpoint}")
 
-    def _step(self, batch: dict[str, Tensor], stage: str) -> Tensor:
-        real = batch["tgt_out"] != self.model.pad_id  # logits only where there is a target token
-        logits = self.model(batch["src"], batch["tgt_in"], positions=real)  # (N, vocab)
-        loss, nll, accuracy = label_smoothed_loss(logits, batch["tgt_out"][real], self.hparams.label_smoothing)
-        n = batch["src"].size(0)
-        on_step = stage == "train"
-        self.log(f"{stage}/loss", loss, prog_bar=True, on_step=on_step, on_epoch=not on_step, batch_size=n,
-                 sync_dist=not on_step)
-        self.log(f"{stage}/ppl", nll.exp(), on_step=on_step, on_epoch=not on_step, batch_size=n, sync_dist=not on_step)
-        self.log(f"{stage}/accuracy", accuracy, on_step=on_step, on_epoch=not on_step, batch_size=n,
-                 sync_dist=not on_step)
-        return loss
 
-    def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
-        loss = self._step(batch, "train")
-        now = time.perf_counter()
-        if self._last_batch_time is not None:  # tokens of this batch over the time since the last one
-            tokens = (batch["src"] != self.model.pad_id).sum() + (batch["tgt_out"] != self.model.pad_id).sum()
-            self.log("train/tokens_per_s", tokens.float() / (now - self._last_batch_time), prog_bar=True,
-                     on_step=True, batch_size=1)
-        self._last_batch_time = now
-        self.log("train/lr", self.optimizers().param_groups[0]["lr"], on_step=True, batch_size=1)
-        return loss
+@dataclass
+class Translator:
+    """A model, its tokenizer and a device: text in, text out."""
 
-    def configure_optimizers(self) -> dict[str, Any]:
-        optimizer = self.optimizer_factory(self.model.parameters())
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, inverse_sqrt_schedule(self.hparams.warmup_steps))
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+    model: Seq2SeqTransformer
+    tokenizer: TranslationTokenizer
+    device: torch.device
 
-    # -- validation: loss + greedy BLEU on a fixed subset + attention maps ----------------
-    def on_validation_epoch_start(self) -> None:
-        self._hypotheses = {}
-        self._last_batch_time = None  # validation time is not training throughput
+    @classmethod
+    def load(cls, run: str | Path, device: str = "auto") -> "Translator":
+        checkpoint = find_checkpoint(run)
+        tokenizer_folder = find_tokenizer_folder(checkpoint)
+        try:
+            state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+        except Exception as error:  # noqa: BLE001 — any unreadable or unsafe file: one clear line
+            raise RunLoadError(f"{checkpoint}: not a loadable checkpoint ({type(error).__name__})") from None
+        hparams = state.get("hyper_parameters", {})
+        if "model_config" not in hparams or "state_dict" not in state:
+            raise RunLoadError(f"{checkpoint}: not a checkpoint of this project (no model_config / state_dict)")
+        config = dict(hparams["model_config"])
+        try:
+            tokenizer = TranslationTokenizer.load(tokenizer_folder)
+        except (OSError, ValueError) as error:
+            raise RunLoadError(f"{tokenizer_folder}: unusable tokenizer ({error})") from None
+        expected = hparams.get("tokenizer_sha256")
+        sizes = (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
+        if sizes != (config["src_vocab_size"], config["tgt_vocab_size"]) or (
+            expected and expected != tokenizer_fingerprint(tokenizer_folder)
+        ):
+            raise RunLoadError(
+                f"{tokenizer_folder / JOINT_FILE}: tokenizer does not match checkpoint {checkpoint} "
+                f"(vocabulary {sizes} vs {(config['src_vocab_size'], config['tgt_vocab_size'])})"
+            )
+        model = Seq2SeqTransformer(**config)
+        weights = {k.removeprefix("model."): v for k, v in state["state_dict"].items()}
+        model.load_state_dict(weights)
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        target = torch.device(device)
+        return cls(model.to(target).eval(), tokenizer, target)
 
-    def _decode(self, src: Tensor, beam: bool) -> list[str]:
-        tokenizer = self.trainer.datamodule.tokenizer
-        if beam:
-            tokens, _ = beam_search(self.model, src, tokenizer.bos_id, tokenizer.eos_id, self.hparams.beam_size,
-                                    self.hparams.length_penalty, self.hparams.max_len_a, self.hparams.max_len_b)
-        else:
-            tokens = greedy_decode(self.model, src, tokenizer.bos_id, tokenizer.eos_id, self.hparams.max_len_a,
-                                   self.hparams.max_len_b)
-        return tokenizer.decode_tgt(strip_special(tokens, tokenizer.eos_id, tokenizer.pad_id))
+    @property
+    def max_source_tokens(self) -> int:
+        return self.model.max_len
 
-    def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
-        self._step(batch, "val")
-        chosen = batch["index"] < self.hparams.val_bleu_samples  # a fixed subset, the same every epoch
-        if chosen.any():
-            texts = self._decode(batch["src"][chosen], beam=False)
-            self._hypotheses.update(zip(batch["index"][chosen].tolist(), texts))
+    def _autocast(self):
+        if self.device.type == "cuda":
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
 
-    def test_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
-        self._step(batch, "test")
-        self._hypotheses.update(zip(batch["index"].tolist(), self._decode(batch["src"], beam=True)))
-
-    def on_test_epoch_start(self) -> None:
-        self._hypotheses = {}
-
-    def _gathered_hypotheses(self) -> dict[int, str]:
-        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-            parts: list[dict[int, str]] = [{} for _ in range(dist.get_world_size())]
-            dist.all_gather_object(parts, self._hypotheses)
-            return {k: v for part in parts for k, v in part.items()}
-        return self._hypotheses
-
-    def _score(self, split: str) -> dict[str, Any]:
-        hypotheses = self._gathered_hypotheses()
-        datamodule = self.trainer.datamodule
-        rows = sorted(hypotheses)
-        references, sources = datamodule.references(split), datamodule.sources(split)
-        scores = corpus_scores([hypotheses[i] for i in rows], [references[i] for i in rows])
-        stage = "val" if split == "validation" else "test"
-        self.log(f"{stage}/bleu", scores.bleu, prog_bar=True)
-        self.log(f"{stage}/chrf", scores.chrf)
-        return {"rows": rows, "hypotheses": hypotheses, "references": references, "sources": sources,
-                "scores": scores}
-
-    def on_validation_epoch_end(self) -> None:
-        result = self._score("validation")
-        if self.trainer.sanity_checking or not self.trainer.is_global_zero:
-            return
-        table = [[result["sources"][i], " | ".join(result["references"][i]), result["hypotheses"][i]]
-                 for i in result["rows"][:20]]
-        self._log_table("val/translations", ["source", "references", "hypothesis"], table)
-        self.log_attention_maps()
-
-    def on_test_epoch_end(self) -> None:
-        result = self._score("test")
-        if not self.trainer.is_global_zero:
-            return
-        run_dir = Path(self.trainer.default_root_dir)
-        scores = result["scores"]
-        (run_dir / "test_metrics.json").write_text(json.dumps({
-            "bleu": scores.bleu, "chrf": scores.chrf, "bleu_signature": scores.bleu_signature,
-            "chrf_signature": scores.chrf_signature, "sentences": len(result["rows"]),
-            "beam_size": self.hparams.beam_size, "length_penalty": self.hparams.length_penalty,
-        }, indent=2))
-        with open(run_dir / "test_translations.tsv", "w", encoding="utf-8") as out:
-            for i in result["rows"]:
-                out.write(f"{result['sources'][i]}\t{result['hypotheses'][i]}\t{' | '.join(result['references'][i])}\n")
-
-    # -- attention maps -------------------------------------------------------------------
-    def attention_rows(self) -> list[int]:
-        """A fixed handful of validation sentences of readable length (5-12 source tokens)."""
-        src_ids = self.trainer.datamodule.splits["validation"]["src_ids"]
-        rows = [i for i, ids in enumerate(src_ids) if 5 <= len(ids) <= 12]
-        return rows[: self.hparams.attention_samples]
+    def encode(self, texts: list[str]) -> tuple[list[list[int]], int]:
+        """Source ids, truncated to the model's length limit (EOS kept); also how many were cut."""
+        ids = self.tokenizer.encode_src(texts)
+        truncated = sum(len(seq) > self.max_source_tokens for seq in ids)
+        return [truncate_source(seq, self.max_source_tokens) for seq in ids], truncated
 
     @torch.no_grad()
-    def log_attention_maps(self) -> list[Path]:
-        """Plot encoder self, decoder masked self and cross attention for the fixed sentences.
+    def translate_ids(self, ids: list[list[int]], config: SearchConfig,
+                      attention_rows: tuple[int, ...] = ()) -> tuple[list[str], dict[int, SentenceAttention]]:
+        """One batch of source ids -> Spanish strings, and the attention of the rows asked for."""
+        src = pad_batch(ids, self.tokenizer.pad_id).to(self.device)
+        with self._autocast():
+            output = search(self.model, src, self.tokenizer.bos_id, self.tokenizer.eos_id, config, attention_rows)
+        # Byte-level BPE can spell a line break; one sentence must stay one line.
+        texts = [" ".join(t.splitlines()) for t in self.tokenizer.decode_tgt(output.ids)]
+        return texts, output.attention
 
-        PNGs go to ``<run>/attention/step_<N>/``; wandb gets them under stable keys
-        ``attention/<kind>/sentence_<n>`` (a panel with a step slider), TensorBoard as figures.
+    def draw_attention(self, sentence: SentenceAttention, source: str, translation: str, path: str | Path,
+                       every_layer: bool = False) -> list[Path]:
+        """Draw one translated sentence's attention: ``.html`` -> the interactive explorer (every
+        kind, layer and head); else a PNG of the cross-attention (last layer's heads), or with
+        ``every_layer`` all layers plus ``<stem>_encoder_self.png`` and ``<stem>_decoder_self.png``.
         """
-        datamodule = self.trainer.datamodule
-        tokenizer = datamodule.tokenizer
-        folder = Path(self.trainer.default_root_dir) / "attention" / f"step_{self.global_step:06d}"
-        folder.mkdir(parents=True, exist_ok=True)
+        path, tokenizer = Path(path), self.tokenizer
+        labels = (tokenizer.src_tokens(sentence.src_ids), tokenizer.tgt_tokens(sentence.input_ids),
+                  tokenizer.tgt_tokens(sentence.output_ids))
+        if path.suffix.lower() in (".html", ".htm"):
+            record = sentence_record(sentence, *labels, source, translation)
+            return [write_explorer(path, [{"label": "translation", "sentences": [record]}], f"{source} → {translation}")]
+        kinds = tuple(ATTENTION_TITLES) if every_layer else ("cross",)
+        figures = attention_figures(sentence.maps, *labels, caption=f": {source!r} → {translation!r}", kinds=kinds,
+                                    last_layer_only=not every_layer)
         written = []
-        for n, row in enumerate(self.attention_rows()):
-            src_ids = datamodule.splits["validation"]["src_ids"][row]
-            src = torch.tensor([src_ids], device=self.device)
-            output = greedy_decode(self.model, src, tokenizer.bos_id, tokenizer.eos_id)[0].tolist()
-            output = output[: output.index(tokenizer.eos_id) + 1] if tokenizer.eos_id in output else output
-            figures = attention_figures(self.model, tokenizer, datamodule.sources("validation")[row], src_ids, output,
-                                        caption=f" · step {self.global_step} · rows = queries")
-            for kind, figure in figures.items():
-                path = folder / f"{kind}_sentence{n}.png"
-                save_figure(figure, path)
-                written.append(path)
-                self._log_image(f"attention/{kind}/sentence_{n}", path)
+        for kind, figure in figures.items():
+            target = path if kind == "cross" else path.with_name(f"{path.stem}_{kind}{path.suffix}")
+            save_figure(figure, target)
+            written.append(target)
         return written
-
-    def _log_image(self, key: str, path: Path) -> None:
-        for logger in self.loggers:
-            if type(logger).__name__ == "WandbLogger":
-                logger.log_image(key=key, images=[str(path)])
-            elif type(logger).__name__ == "TensorBoardLogger":
-                import matplotlib.image as mpimg
-
-                logger.experiment.add_image(key, mpimg.imread(path)[..., :3], self.global_step, dataformats="HWC")
-
-    def _log_table(self, key: str, columns: list[str], data: list[list[str]]) -> None:
-        for logger in self.loggers:
-            if type(logger).__name__ == "WandbLogger":
-                logger.log_table(key=key, columns=columns, data=data)

@@ -7,9 +7,9 @@ Prints:
   1. training step (forward + backward + AdamW), d_model 256, 4 heads, 3+3 layers, d_ff 1024,
      vocab 8000, ~4096-token batches: tokens/s of Seq2SeqTransformer vs a torch.nn.Transformer
      model of the same shape, fp32, and ours with bf16 autocast;
-  2. greedy decoding of 2000 sentences: with the KV cache vs re-running the decoder over the
-     whole prefix each step, plus torch.nn.Transformer's usual uncached greedy loop;
-  3. achieved GFLOP/s of the training step against a large matmul measured in the same run.
+  2. achieved GFLOP/s of the training step against a large matmul measured in the same run;
+  3. greedy decoding of 2000 sentences: with the KV cache vs re-running the decoder over the
+     whole prefix each step, plus torch.nn.Transformer's usual uncached greedy loop.
 The two sides of each ratio are timed interleaved (A, B, A, B, ...) and the median is
 taken, because these machines are noisy.
 """
@@ -20,21 +20,17 @@ import argparse
 import contextlib
 import math
 import statistics
-import sys
 import time
-from pathlib import Path
+import warnings
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import warnings
 from torch.utils.flop_counter import FlopCounterMode
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from model.embeddings import sinusoidal_table  # noqa: E402
-from model.search import greedy_decode  # noqa: E402
-from model.transformer import Seq2SeqTransformer  # noqa: E402
+from model.embeddings import sinusoidal_table
+from model.search import greedy_decode
+from model.transformer import Seq2SeqTransformer
 
 PAD, BOS, EOS = 0, 1, 2
 SHAPE = dict(d_model=256, num_heads=4, num_encoder_layers=3, num_decoder_layers=3, d_ff=1024)
@@ -100,7 +96,7 @@ def training_step(model, optimizer, src, tgt, autocast: bool) -> None:
     with context:
         if isinstance(model, Seq2SeqTransformer):
             real = tgt_out != PAD
-            logits, target = model(src, tgt_in, positions=real), tgt_out[real]  # (N, vocab), (N,)
+            logits, target = model(src, tgt_in, output_mask=real), tgt_out[real]  # (N, vocab), (N,)
         else:
             logits, target = model(src, tgt_in).flatten(0, 1), tgt_out.flatten()  # (B·T, vocab)
     loss = F.cross_entropy(logits.float(), target, ignore_index=PAD, label_smoothing=0.1)
@@ -158,17 +154,17 @@ def main() -> None:
     print(f"   ratio ours fp32 / torch.nn fp32 = {t['torch.nn fp32'] / t['ours fp32']:.2f}x   (target >= 1.0x)")
     print(f"   ratio ours bf16 / torch.nn fp32 = {t['torch.nn fp32'] / t['ours bf16']:.2f}x   (target >= 1.5x)")
 
-    # 3. GFLOP/s against the machine's matmul ceiling (same run) ---------------------------
+    # 2. GFLOP/s against the machine's matmul ceiling (same run) ---------------------------
     with FlopCounterMode(display=False) as counter:
         training_step(ours, opt_ours, src, tgt, False)
     step_flops = counter.get_total_flops()
     ceiling32, ceiling16 = matmul_gflops(torch.float32), matmul_gflops(torch.bfloat16)
     achieved32, achieved16 = step_flops / t["ours fp32"] / 1e9, step_flops / t["ours bf16"] / 1e9
-    print(f"\n3. {step_flops / 1e9:.0f} GFLOP per training step (matmuls, forward + backward)")
+    print(f"\n2. {step_flops / 1e9:.0f} GFLOP per training step (matmuls, forward + backward)")
     print(f"   fp32: {achieved32:6.0f} GFLOP/s achieved vs {ceiling32:6.0f} GFLOP/s 2048² matmul = {achieved32 / ceiling32:.0%}")
     print(f"   bf16: {achieved16:6.0f} GFLOP/s achieved vs {ceiling16:6.0f} GFLOP/s 2048² matmul = {achieved16 / ceiling16:.0%}")
 
-    # 2. decoding ----------------------------------------------------------------------------
+    # 3. decoding ----------------------------------------------------------------------------
     ours.eval()
     ref.eval()
     batches = [tatoeba_like_batch(100, seed=s)[0] for s in range(n_sentences // 100)]
@@ -185,7 +181,7 @@ def main() -> None:
     d = interleaved_times({"cached": lambda: decode_ours(True), "uncached": lambda: decode_ours(False),
                            "torch.nn uncached": decode_ref}, 1 if args.quick else 2, warmup=0)
     n = len(batches) * 100
-    print(f"\n2. greedy decoding of {n} sentences, batches of 100, {max_steps} steps each (fp32)")
+    print(f"\n3. greedy decoding of {n} sentences, batches of 100, {max_steps} steps each (fp32)")
     for name, seconds in d.items():
         print(f"   {name:18s} {seconds:6.1f} s  {n / seconds:7.0f} sentences/s")
     print(f"   ratio cached / uncached (ours)  = {d['uncached'] / d['cached']:.2f}x   (target >= 3x)")

@@ -5,17 +5,14 @@
 
 from __future__ import annotations
 
+import argparse
 import random
 import statistics
-import sys
 import tempfile
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from data.datamodule import TranslationDataModule  # noqa: E402
-from data.sampler import TokenBucketBatchSampler, token_batches  # noqa: E402
+from data.datamodule import TranslationDataModule
+from data.sampler import TokenBucketBatchSampler, token_batches
 
 
 def padding_share(batches: list[list[int]], src_ids: list[list[int]], tgt_ids: list[list[int]]) -> float:
@@ -29,6 +26,8 @@ def padding_share(batches: list[list[int]], src_ids: list[list[int]], tgt_ids: l
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.parse_args()
     with tempfile.TemporaryDirectory() as cache:
         timings = []
         for _ in range(2):  # cold, then warm

@@ -15,9 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from model.metrics import Scores, corpus_scores  # noqa: E402
+from model.metrics import Scores, corpus_scores
 
 
 def read_references(path: str | Path) -> list[list[str]]:

@@ -12,12 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from data.datamodule import TranslationDataModule  # noqa: E402
+from data.datamodule import TranslationDataModule
 
 
 def main() -> None:

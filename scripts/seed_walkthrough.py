@@ -10,13 +10,10 @@ Exits non-zero if any check fails.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from model.attention import Attention, MultiHeadAttention, attention_weights, causal_mask  # noqa: E402
+from model.attention import Attention, MultiHeadAttention, attention_weights, causal_mask
 
 ENCODINGS = torch.tensor([[1.16, 0.23], [0.57, 1.36], [4.41, -2.16]])
 ARTICLE = {

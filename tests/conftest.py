@@ -1,17 +1,15 @@
-"""Shared fixtures: the real corpus built once per test session, in a temporary cache."""
+"""Shared fixtures: the real corpus built once per test session, in a temporary cache; one smoke run."""
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
 
 from data.corpus import SHARED_COPY  # noqa: E402
+from helpers import train_in_process  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -35,23 +33,9 @@ def full_datamodule(corpus_path, data_cache):
     return dm
 
 
-def run_train(run_dir: Path, data_cache: Path, *overrides: str, check: bool = True, **popen):
-    """``python train.py experiment=smoke`` in a subprocess, as a user would run it."""
-    import subprocess
-
-    command = [sys.executable, str(ROOT / "train.py"), "experiment=smoke", f"hydra.run.dir={run_dir}",
-               f"data.cache_dir={data_cache}", *overrides]
-    if popen:
-        return subprocess.Popen(command, cwd=ROOT, **popen)
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    if check:
-        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result
-
-
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory, data_cache) -> Path:
     """A finished ``experiment=smoke`` run folder (wandb offline), shared by several tests."""
     run_dir = tmp_path_factory.mktemp("runs") / "smoke"
-    run_train(run_dir, data_cache)
+    train_in_process(run_dir, data_cache)
     return run_dir

@@ -143,3 +143,19 @@ def test_heads_run_in_one_call_not_a_loop():
     mha = MultiHeadAttention(8, 4)
     assert [name for name, _ in mha.named_parameters()] == ["in_proj_weight", "out_proj.weight"]
     assert mha.in_proj_weight.shape == (24, 8)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_single_head_padding_and_causal_masks_equal_one_head_of_mha(causal):
+    torch.manual_seed(5)
+    head = Attention(8)
+    mha = MultiHeadAttention(8, num_heads=1, d_head=8, out_proj=False)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([head.WQ.weight, head.WK.weight, head.WV.weight]))
+    x = torch.randn(2, 5, 8)
+    padding = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
+    out, weights = head(x, x, x, causal=causal, key_padding_mask=padding, need_weights=True)
+    expected, expected_weights = mha(x, x, x, causal=causal, key_padding_mask=padding, need_weights=True)
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(weights, expected_weights[:, 0])  # (B, Lq, Lk): the one head
+    assert torch.all(weights[1, :, 3:] == 0)  # padded keys get no weight

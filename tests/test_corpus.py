@@ -51,8 +51,11 @@ def test_locate_order(tmp_path, monkeypatch):
     monkeypatch.setenv(corpus.ENV_VAR, str(folder))
     assert locate_corpus(None) == folder / "spa-eng.zip"
     monkeypatch.delenv(corpus.ENV_VAR)
-    if corpus.SHARED_COPY.is_file():
-        assert locate_corpus(None) == corpus.SHARED_COPY
+    shared = tmp_path / "shared" / "spa-eng.zip"
+    shared.parent.mkdir()
+    shared.write_bytes(b"")
+    monkeypatch.setattr(corpus, "SHARED_COPY", shared)
+    assert locate_corpus(None) == shared  # ../shared/data beside the project comes next
     with pytest.raises(CorpusNotFoundError, match="does not exist"):
         locate_corpus(tmp_path / "missing.zip")
 
@@ -71,6 +74,6 @@ def test_missing_file_offline_gives_clear_error(tmp_path, monkeypatch):
 
 def test_parse_counts_on_real_corpus(full_datamodule):
     report = full_datamodule.report
-    lines = corpus.read_lines(full_datamodule._source_description()["corpus"])
+    lines = corpus.corpus_lines(full_datamodule._source_description()["corpus"])
     assert report.kept + report.skipped == len(lines) == 116_668
     assert parse_lines(lines[:5])[0][0] == ("Go.", "Ve.")

@@ -1,19 +1,12 @@
 """data/datamodule.py: cache reuse, batches, vocabulary hand-off, and a hub-style dataset."""
 
 import json
-import time
 
 import torch
 
 import data.datamodule as datamodule_module
 from data.datamodule import TranslationDataModule
-
-
-def small_corpus(tmp_path, n=300):
-    path = tmp_path / "spa.txt"
-    rows = [f"Sentence number {i} is here.\tLa frase número {i} está aquí." for i in range(n)]
-    path.write_text("\n".join(rows) + "\nmalformed line\n", encoding="utf-8")
-    return path
+from helpers import small_corpus
 
 
 def test_second_run_reuses_the_cache(tmp_path, monkeypatch):
@@ -33,21 +26,16 @@ def test_second_run_reuses_the_cache(tmp_path, monkeypatch):
     monkeypatch.setattr(datamodule_module, "split_pairs", counting_split)
     monkeypatch.setattr(datamodule_module.TranslationTokenizer, "encode_src", counting_encode)
     settings = dict(corpus_path=str(corpus), cache_dir=str(tmp_path / "cache"), vocab_size=300, max_tokens=512)
-    start = time.perf_counter()
     cold = TranslationDataModule(**settings)
     cold.setup()
-    cold_time = time.perf_counter() - start
     cold_calls = dict(calls)
     assert cold_calls["split"] == 1 and cold_calls["tokenize"] >= 3  # one map per split
 
-    start = time.perf_counter()
     warm = TranslationDataModule(**settings)
     warm.setup()
-    warm_time = time.perf_counter() - start
     assert calls == cold_calls  # nothing split or tokenized again: read from the cache files
     assert warm.splits["train"]["src_ids"] == cold.splits["train"]["src_ids"]
     assert warm.report.skipped_malformed == 1
-    print(f"cold {cold_time:.2f}s, warm {warm_time:.2f}s")
 
     changed = TranslationDataModule(**(settings | {"vocab_size": 320}))
     assert changed.cache_dir() != cold.cache_dir()  # other settings, other cache

@@ -7,10 +7,8 @@ import sys
 import pytest
 import sacrebleu
 
-from conftest import ROOT
-
-sys.path.insert(0, str(ROOT / "scripts"))
-from evaluate import evaluate  # noqa: E402
+from helpers import ROOT
+from scripts.evaluate import evaluate
 
 HYPS = ["El gato duerme.", "Tengo hambre.", "¿Dónde está la estación?"]
 REFS = [["El gato está durmiendo.", "El gato duerme."], ["Tengo hambre."], ["¿Dónde queda la estación?", "¿Dónde está la estación?", "¿La estación?"]]

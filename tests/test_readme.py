@@ -8,7 +8,7 @@ import sys
 import pytest
 from hydra import compose, initialize_config_dir
 
-from conftest import ROOT
+from helpers import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"```(?:bash|sh|console)\n(.*?)```", README, flags=re.S)
@@ -53,7 +53,6 @@ def test_every_train_command_composes(overrides):
 @pytest.mark.parametrize("args", [a for a in python_commands("translate.py") if "--help" not in a],
                          ids=lambda a: " ".join(a)[:60])
 def test_every_translate_command_parses(args):
-    sys.path.insert(0, str(ROOT))
     from translate import parse_args
 
     cfg, _ = parse_args(args)

@@ -2,6 +2,7 @@
 
 import pytest
 
+from data.datamodule import TranslationDataModule
 from data.tokenizer import TranslationTokenizer
 
 
@@ -28,13 +29,28 @@ def test_special_ids_and_source_eos(full_datamodule):
     assert tokenizer.src_vocab_size == 8000
 
 
+def letters(n: int) -> str:
+    """0 -> 'qaaa', 1 -> 'qaab', ...: a distinct letters-only word per number, all of one length
+    (so that no word's token is a piece of another's)."""
+    return "q" + "".join(chr(ord("a") + n // 26**p % 26) for p in (2, 1, 0))
+
+
 def test_tokenizer_never_sees_validation_or_test(tmp_path):
-    train = [("the cat sleeps", "el gato duerme")] * 50
-    held_out_word = "zyxwvutsrq"
-    tokenizer = TranslationTokenizer.train(train, vocab_size=400)
-    # A word only in held-out text would be merged if it had been seen; it is not a single token.
-    assert tokenizer.src.token_to_id(held_out_word) is None
-    assert len(tokenizer.src.encode(held_out_word).ids) > 3
+    # Every sentence has its own word, three times: seen in training, BPE merges it into one token.
+    path = tmp_path / "spa.txt"
+    rows = [f"{letters(i)} {letters(i)} {letters(i)} here.\taquí {letters(i)} {letters(i)}." for i in range(200)]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    dm = TranslationDataModule(corpus_path=str(path), cache_dir=str(tmp_path / "cache"), vocab_size=3000,
+                               val_fraction=0.1, test_fraction=0.1)
+    dm.setup()
+    vocabulary = dm.tokenizer.src.get_vocab()
+
+    def merged(sentence: str) -> bool:
+        return "Ġ" + sentence.split()[0] in vocabulary  # the sentence's own word, as one token
+
+    held_out = list(dm.splits["validation"]["src"]) + list(dm.splits["test"]["src"])
+    assert len(held_out) >= 20 and not any(merged(s) for s in held_out)
+    assert all(merged(s) for s in dm.splits["train"]["src"])  # so the check above can fail
 
 
 @pytest.mark.parametrize("joint", [True, False])

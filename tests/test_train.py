@@ -1,6 +1,7 @@
-"""train.py and configs/: presets compose, a smoke run end to end, resume, DDP, determinism."""
+"""train.py and configs/: presets instantiate, a smoke run end to end, resume, DDP, determinism."""
 
 import csv
+import importlib.util
 import os
 import signal
 import subprocess
@@ -9,48 +10,53 @@ from pathlib import Path
 
 import pytest
 import torch
-from hydra import compose, initialize_config_dir
-from hydra.errors import ConfigCompositionException
+from hydra.errors import ConfigCompositionException, InstantiationException
+from hydra.utils import instantiate
 
-from conftest import ROOT, run_train
-from model.translator import inverse_sqrt_schedule, label_smoothed_loss
+from data.datamodule import TranslationDataModule
+from helpers import ROOT, compose_train, explorer_data, run_train, train_in_process
+from model.search import SearchConfig
+from model.transformer import Seq2SeqTransformer
+from model.translation_module import TranslationModule
+
+PRESETS = [[], ["experiment=smoke"], ["experiment=gpu_base"], ["trainer=ddp"], ["logger=csv"],
+           ["logger=tensorboard"], ["data=opus_books"]]
 
 
-def compose_train(overrides):
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
-        return compose(config_name="train", overrides=overrides, return_hydra_config=True)
-
-
-@pytest.mark.parametrize("overrides", [[], ["experiment=smoke"], ["experiment=gpu_base"], ["trainer=ddp"],
-                                       ["logger=csv"], ["logger=tensorboard"], ["data=opus_books"]])
-def test_every_preset_composes(overrides):
-    cfg = compose_train(overrides)
-    assert cfg.model._target_ == "model.transformer.Seq2SeqTransformer"
-    assert cfg.trainer._target_ == "lightning.pytorch.Trainer"
-    if overrides == ["experiment=gpu_base"]:
-        assert cfg.model.d_model == 512 and cfg.trainer.precision == "bf16-mixed"
+@pytest.mark.parametrize("overrides", PRESETS, ids=lambda o: " ".join(o) or "default")
+def test_every_preset_instantiates(overrides, tmp_path):
+    cfg = compose_train(*overrides, f"paths.output_dir={tmp_path}", "model.src_vocab_size=300",
+                        "model.tgt_vocab_size=300", "model.pad_id=0")
+    model = instantiate(cfg.model)
+    assert isinstance(model, Seq2SeqTransformer) and model.src_embed.token.embedding_dim == cfg.model.d_model
+    module = instantiate(cfg.module, model=model, optimizer=instantiate(cfg.optim.optimizer), _convert_="all")
+    assert isinstance(module, TranslationModule)
+    assert module.search_config == SearchConfig(**{k: v for k, v in cfg.module.search.items() if k != "_target_"})
+    assert module.schedule(cfg.module.schedule.warmup_steps) == 1.0  # peak learning rate after warm-up
+    assert isinstance(instantiate(cfg.data), TranslationDataModule)
+    callbacks = [instantiate(c) for c in cfg.callbacks.values()]
+    for name, node in cfg.logger.items():
+        if name == "tensorboard" and not (importlib.util.find_spec("tensorboard") or importlib.util.find_spec("tensorboardX")):
+            with pytest.raises(InstantiationException, match="tensorboard"):  # the optional extra is missing
+                instantiate(node)
+        else:
+            assert instantiate(node).save_dir == str(tmp_path)
+    # No GPU here: a GPU preset is built for the CPU, everything else as configured; train.py
+    # resolves precision "auto" before building the trainer.
+    accelerator = "cpu" if cfg.trainer.accelerator == "gpu" else cfg.trainer.accelerator
+    chosen = "32-true" if cfg.trainer.precision == "auto" else cfg.trainer.precision
+    trainer = instantiate(cfg.trainer, accelerator=accelerator, precision=chosen, logger=False, callbacks=callbacks)
+    assert trainer.precision == chosen
     if overrides == ["trainer=ddp"]:
-        assert cfg.trainer.strategy == "ddp"
+        assert type(trainer.strategy).__name__ == "DDPStrategy"
 
 
 def test_unknown_key_fails_with_hydras_error():
     with pytest.raises(ConfigCompositionException, match="optim.lerning_rate"):
-        compose_train(["optim.lerning_rate=0.1"])
+        compose_train("optim.lerning_rate=0.1")
     result = subprocess.run([os.sys.executable, "train.py", "model.d_modle=64"], cwd=ROOT, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode != 0 and "d_modle" in result.stderr
-
-
-def test_schedule_and_loss_helpers():
-    factor = inverse_sqrt_schedule(100)
-    assert factor(50) == pytest.approx(0.5) and factor(100) == pytest.approx(1.0)
-    assert factor(400) == pytest.approx(0.5)
-    logits, target = torch.randn(2, 5, 11), torch.randint(0, 11, (2, 5))
-    real = target != 0
-    loss, nll, _ = label_smoothed_loss(logits[real], target[real], smoothing=0.1)
-    expected = torch.nn.functional.cross_entropy(logits.transpose(1, 2), target, ignore_index=0, label_smoothing=0.1)
-    torch.testing.assert_close(loss, expected)
-    torch.testing.assert_close(nll, torch.nn.functional.cross_entropy(logits[real], target[real]))
 
 
 def read_losses(run_dir: Path) -> list[float]:
@@ -79,10 +85,19 @@ def test_smoke_run_end_to_end(smoke_run):
     for kind in ("encoder_self", "decoder_self", "cross"):
         assert list((media / "images" / "attention" / kind).glob("sentence_0_*.png"))
     assert list((media / "table" / "val").glob("translations_*.table.json"))
+    # The explorer: in the run folder with every validation so far, and as an HTML panel in wandb.
+    assert [s["label"] for s in explorer_data(smoke_run / "attention" / "explorer.html")["steps"]] == [
+        "step 30", "step 60"]
+    panels = sorted((media / "html" / "attention").glob("explorer_*.html"))
+    assert len(panels) == 2 and "attention-data" in panels[-1].read_text(encoding="utf-8")
+    # Attention statistics per kind, layer and head, at every validation, in metrics.csv.
+    with open(next(smoke_run.glob("csv/version_*/metrics.csv"))) as f:
+        rows = [r for r in csv.DictReader(f) if r.get("attention_cross/diagonal")]
+    assert len(rows) == 2 and 0 <= float(rows[-1]["attention_cross/monotonic_L1H2"]) <= 1
 
 
 def test_same_seed_same_losses(smoke_run, tmp_path, data_cache):
-    run_train(tmp_path / "again", data_cache, "logger=csv", "test=false")
+    train_in_process(tmp_path / "again", data_cache, "logger=csv", "test=false")
     assert read_losses(tmp_path / "again") == read_losses(smoke_run)
 
 

@@ -32,7 +32,7 @@ def test_logits_at_selected_positions_only():
     src, tgt = torch.randint(3, 20, (2, 5)), torch.randint(3, 20, (2, 6))
     tgt[1, 4:] = PAD
     real = tgt != PAD
-    torch.testing.assert_close(model(src, tgt, positions=real), model(src, tgt)[real], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(model(src, tgt, output_mask=real), model(src, tgt)[real], atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("norm_first", [True, False])

@@ -1,4 +1,4 @@
-"""translate.py and model/inference.py on a smoke-trained run folder."""
+"""translate.py, the command line, on a smoke-trained run folder."""
 
 import shutil
 import struct
@@ -6,11 +6,10 @@ import subprocess
 import sys
 
 import pytest
-import torch
 
-from conftest import ROOT
-from data.tokenizer import TranslationTokenizer
-from model.inference import RunLoadError, Translator
+from helpers import ROOT, explorer_data
+from model.search import SearchConfig
+from model.translator import Translator
 
 
 def translate(*args, stdin=None):
@@ -54,66 +53,48 @@ def test_help_and_bad_options():
 
 def test_attention_image(smoke_run, tmp_path):
     image = tmp_path / "att.png"
-    result = translate(f"run={smoke_run}", "The sky is blue.", f"attention={image}", "attention_all=true")
+    result = translate(f"run={smoke_run}", "The sky is blue.", f"attention={image}", "attention_all=true",
+                       "beam_size=2")
     assert result.returncode == 0, result.stderr.decode()
+    # The picture's axes are the ids of the printed translation (the same search, in-process).
     translator = Translator.load(smoke_run)
-    n_src = len(translator.tokenizer.src_tokens("The sky is blue."))
-    width, height = png_size(image)
+    ids, _ = translator.encode(["The sky is blue."])
+    texts, attention = translator.translate_ids(ids, SearchConfig(beam_size=2), attention_rows=(0,))
+    assert result.stdout.decode() == texts[0] + "\n"
+    n_src, n_out = len(attention[0].src_ids), len(attention[0].output_ids)
     layers, heads = len(translator.model.decoder_layers), translator.model.decoder_layers[0].cross_attn.num_heads
-    # attention_grid: max(2.5, 0.32·keys + 1.2) inches per head column, at 80 dpi.
-    assert width == round(max(2.5, 0.32 * n_src + 1.2) * heads * 80)
-    assert height > 0 and layers >= 1
-    assert png_size(tmp_path / "att_encoder_self.png")[0] == width  # same source tokens on its axes
-    assert (tmp_path / "att_decoder_self.png").is_file()
+    # attention_grid: max(2.5, 0.32·keys + 1.2) inches per head column, max(2.2, 0.32·queries + 1.2) per
+    # layer row, at 80 dpi.
+    assert png_size(image) == (round(max(2.5, 0.32 * n_src + 1.2) * heads * 80),
+                               round(max(2.2, 0.32 * n_out + 1.2) * layers * 80))
+    assert png_size(tmp_path / "att_encoder_self.png")[0] == png_size(image)[0]  # same source tokens on its axes
+    assert png_size(tmp_path / "att_decoder_self.png")[1] == png_size(image)[1]  # same output tokens as rows
 
 
-def test_missing_and_mismatched_files_are_clear_errors(smoke_run, tmp_path):
-    with pytest.raises(RunLoadError, match="no such run"):
-        Translator.load(tmp_path / "nowhere")
-    empty = tmp_path / "empty_run"
-    (empty / "checkpoints").mkdir(parents=True)
-    with pytest.raises(RunLoadError, match="no checkpoint"):
-        Translator.load(empty)
-    copy = tmp_path / "copy"
-    shutil.copytree(smoke_run / "checkpoints", copy / "checkpoints")
-    with pytest.raises(RunLoadError, match="tokenizer missing"):
-        Translator.load(copy)
-    # A tokenizer with another vocabulary is refused, naming the file.
-    TranslationTokenizer.train([("other words here", "otras palabras")] * 30, vocab_size=290).save(copy)
-    with pytest.raises(RunLoadError, match=r"tokenizer\.json: tokenizer does not match"):
-        Translator.load(copy)
-    result = translate(f"run={copy}", "Hello.")
-    assert result.returncode != 0 and result.stderr.decode().strip().count("\n") == 0  # one line
-
-
-def test_checkpoints_load_without_unpickling_objects(smoke_run, tmp_path):
-    for name in ("final.ckpt", "best.ckpt", "last.ckpt"):
-        torch.load(smoke_run / "checkpoints" / name, weights_only=True)  # tensors and plain values only
-
-    class Evil:
-        def __reduce__(self):
-            return (print, ("pwned",))
-
-    shutil.copy(smoke_run / "tokenizer.json", tmp_path / "tokenizer.json")
+def test_unusable_run_is_one_line(smoke_run, tmp_path):
     (tmp_path / "checkpoints").mkdir()
-    torch.save({"state_dict": {}, "hyper_parameters": {"model_config": Evil()}}, tmp_path / "checkpoints" / "final.ckpt")
-    with pytest.raises(RunLoadError, match="not a loadable checkpoint"):
-        Translator.load(tmp_path)
+    shutil.copy(smoke_run / "checkpoints" / "final.ckpt", tmp_path / "checkpoints" / "final.ckpt")
+    result = translate(f"run={tmp_path}", "Hello.")
+    assert result.returncode != 0 and "tokenizer missing" in result.stderr.decode()
+    assert result.stderr.decode().strip().count("\n") == 0  # one line, no traceback
 
 
-def test_beam_never_below_greedy_on_trained_run(smoke_run, full_datamodule):
-    from model.search import beam_search, greedy_decode, length_penalty_factor, sequence_log_prob
-
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_attention_explorer_page_of_the_printed_translation(smoke_run, tmp_path, beam_size):
+    page = tmp_path / "sky.html"
+    result = translate(f"run={smoke_run}", "The sky is blue.", f"attention={page}", f"beam_size={beam_size}")
+    assert result.returncode == 0, result.stderr.decode()
+    sentence = explorer_data(page)["steps"][0]["sentences"][0]
+    translation = result.stdout.decode().rstrip("\n")
+    assert (sentence["source"], sentence["translation"]) == ("The sky is blue.", translation)
+    # The tokens are the tokenizer's tokens of the ids the search output, for this translation.
     translator = Translator.load(smoke_run)
+    ids, _ = translator.encode(["The sky is blue."])
+    _, attention = translator.translate_ids(ids, SearchConfig(beam_size=beam_size), attention_rows=(0,))
     tok = translator.tokenizer
-    ids, _ = translator.encode(["I like cats.", "Where is the station?", "Tom is very tall.", "It is late."])
-    from data.sampler import pad_batch
-
-    src = pad_batch(ids, tok.pad_id)
-    greedy = greedy_decode(translator.model, src, tok.bos_id, tok.eos_id)
-    one, _ = beam_search(translator.model, src, tok.bos_id, tok.eos_id, beam_size=1)
-    assert torch.equal(one, greedy)
-    lengths = (greedy != tok.pad_id).sum(1).float()
-    greedy_score = sequence_log_prob(translator.model, src, greedy, tok.bos_id, tok.eos_id) / length_penalty_factor(lengths, 0.6)
-    _, beam_score = beam_search(translator.model, src, tok.bos_id, tok.eos_id, beam_size=5, length_penalty=0.6)
-    assert torch.all(beam_score >= greedy_score - 1e-4)
+    assert sentence["outputs"] == tok.tgt_tokens(attention[0].output_ids)
+    assert sentence["src"] == tok.src_tokens(ids[0]) and sentence["inputs"][0] == "<bos>"
+    assert tok.decode_tgt([[t for t in attention[0].output_ids if t != tok.eos_id]]) == [translation]
+    model = translator.model
+    assert [len(sentence["maps"][kind]) for kind in ("encoder_self", "decoder_self", "cross")] == [
+        len(model.encoder_layers), len(model.decoder_layers), len(model.decoder_layers)]

@@ -1,0 +1,56 @@
+"""The attention explorer: one self-contained HTML page (``model/explorer.html`` + the weights).
+
+A page holds one or more *steps* (validations of a run, or one translation), each with one
+or more sentences; a sentence holds its tokens and every weight of the three attention
+types, rounded to 3 decimals and stored as integers in thousandths to keep files small.
+No network, no CDN: the page opens from disk, and inside wandb's HTML panel.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from pathlib import Path
+
+from model.plotting import ATTENTION_TITLES
+from model.search import SentenceAttention
+
+TEMPLATE = Path(__file__).with_name("explorer.html")
+
+
+def sentence_record(attention: SentenceAttention, src_tokens: list[str], input_tokens: list[str],
+                    output_tokens: list[str], source: str, translation: str) -> dict:
+    """One sentence pair: its texts, the token labels of each axis and the weights per kind.
+
+    ``maps[kind][layer][head][query][key]`` are weights x 1000, rounded to integers.
+    """
+    maps = {kind: [(layer.float() * 1000).round().int().tolist() for layer in getattr(attention.maps, kind)]
+            for kind in ATTENTION_TITLES}
+    return {"source": source, "translation": translation, "src": src_tokens, "inputs": input_tokens,
+            "outputs": output_tokens, "maps": maps}
+
+
+def explorer_html(steps: list[dict], title: str) -> str:
+    """The page for ``steps``: each ``{"label": str, "sentences": [sentence_record, ...]}``."""
+    data = json.dumps({"title": title, "kinds": ATTENTION_TITLES, "steps": steps}, ensure_ascii=False,
+                      separators=(",", ":"))
+    # "<" as \u003c: no token ("</script>", "<!--") can end the data block early.
+    data = data.replace("<", "\\u003c")
+    before, after = TEMPLATE.read_text(encoding="utf-8").split("__DATA__")
+    return before.replace("__TITLE__", html.escape(title)) + data + after
+
+
+def write_explorer(path: str | Path, steps: list[dict], title: str) -> Path:
+    """Write the page atomically: a reader never sees a half-written file."""
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # same folder: os.replace is atomic
+    partial.write_text(explorer_html(steps, title), encoding="utf-8")
+    os.replace(partial, path)
+    return path
+
+
+def read_steps(folder: str | Path) -> list[dict]:
+    """The step records saved as ``<folder>/step_*/attention.json``, in step order."""
+    files = sorted(Path(folder).glob("step_*/attention.json"))
+    return [json.loads(f.read_text(encoding="utf-8")) for f in files]

@@ -1,0 +1,225 @@
+"""The LightningModule: where the model meets training — loss, schedule, BLEU, attention maps.
+
+It wraps a plain ``Seq2SeqTransformer`` and gets everything else explicitly: the optimizer
+and the learning-rate schedule as factories, the search settings as a ``SearchConfig``
+(all built by Hydra from ``configs/module``), and in ``setup`` the tokenizer, sources and
+references of the data module, read once.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import lightning as L
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+from model.attention_stats import attention_statistics
+from model.explorer import read_steps, sentence_record, write_explorer
+from model.metrics import Scores, corpus_scores
+from model.plotting import attention_figures, save_figure
+from model.search import SearchConfig, SentenceAttention, search
+from model.transformer import Seq2SeqTransformer
+
+
+def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float) -> tuple[Tensor, Tensor, Tensor]:
+    """Mean label-smoothed cross-entropy; also the plain NLL (for perplexity) and accuracy.
+
+    logits (N, V) and target (N,) of the real (non-padding) tokens. Same value as
+    ``F.cross_entropy(label_smoothing=ε)``, from one log-softmax so the NLL comes free.
+    """
+    log_probs = logits.float().log_softmax(dim=-1)  # (N, V)
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (N,)
+    uniform = -log_probs.mean(dim=-1)  # cross-entropy with the uniform distribution
+    loss = ((1.0 - smoothing) * nll + smoothing * uniform).mean()
+    accuracy = (logits.argmax(dim=-1) == target).float().mean()
+    return loss, nll.mean(), accuracy
+
+
+class TranslationModule(L.LightningModule):
+    """Trains a ``Seq2SeqTransformer`` and scores it with sacreBLEU."""
+
+    def __init__(
+        self,
+        model: Seq2SeqTransformer,
+        optimizer: Callable[..., torch.optim.Optimizer],
+        schedule: Callable[[int], float],
+        search: SearchConfig = SearchConfig(),
+        label_smoothing: float = 0.1,
+        val_bleu_samples: int = 500,
+        attention_samples: int = 3,
+        model_config: dict | None = None,
+        tokenizer_sha256: str | None = None,
+    ) -> None:
+        super().__init__()
+        # Plain values only (no modules, no callables): checkpoints stay loadable with weights_only=True.
+        self.save_hyperparameters(ignore=["model", "optimizer", "schedule", "search"])
+        self.model, self.optimizer_factory, self.schedule = model, optimizer, schedule
+        self.search_config = search  # test: as configured; validation: greedy, same length limits
+        self.tokenizer = None
+        self.texts: dict[str, tuple[list[str], list[list[str]]]] = {}  # split -> (sources, references)
+        self.attention_sources: list[tuple[str, list[int]]] = []  # (text, ids) of fixed validation sentences
+        self._last_batch_time: float | None = None
+        self._hypotheses: dict[int, str] = {}
+
+    def setup(self, stage: str) -> None:
+        """Read what evaluation needs from the data module, once."""
+        if self.tokenizer is not None:
+            return
+        datamodule = self.trainer.datamodule
+        self.tokenizer = datamodule.tokenizer
+        self.texts = {split: (datamodule.sources(split), datamodule.references(split))
+                      for split in ("validation", "test")}
+        # A fixed handful of validation sentences of readable length (5-12 source tokens).
+        texts, src_ids = self.texts["validation"][0], datamodule.splits["validation"]["src_ids"]
+        readable = [(text, ids) for text, ids in zip(texts, src_ids) if 5 <= len(ids) <= 12]
+        self.attention_sources = readable[: self.hparams.attention_samples]
+
+    # -- training -------------------------------------------------------------------------
+    def _step(self, batch: dict[str, Tensor], stage: str) -> Tensor:
+        real = batch["tgt_out"] != self.model.pad_id  # logits only where there is a target token
+        logits = self.model(batch["src"], batch["tgt_in"], output_mask=real)  # (N, vocab)
+        loss, nll, accuracy = label_smoothed_loss(logits, batch["tgt_out"][real], self.hparams.label_smoothing)
+        on_step = stage == "train"
+        metrics = {f"{stage}/loss": loss, f"{stage}/ppl": nll.exp(), f"{stage}/accuracy": accuracy}
+        self.log_dict(metrics, prog_bar=on_step, on_step=on_step, on_epoch=not on_step,
+                      batch_size=batch["src"].size(0), sync_dist=not on_step)
+        return loss
+
+    def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
+        loss = self._step(batch, "train")
+        now = time.perf_counter()
+        metrics = {"train/lr": self.optimizers().param_groups[0]["lr"]}
+        if self._last_batch_time is not None:  # tokens of this batch over the time since the last one
+            tokens = (batch["src"] != self.model.pad_id).sum() + (batch["tgt_out"] != self.model.pad_id).sum()
+            metrics["train/tokens_per_s"] = tokens.float() / (now - self._last_batch_time)
+        self._last_batch_time = now
+        self.log_dict(metrics, on_step=True, batch_size=1)
+        return loss
+
+    def configure_optimizers(self) -> dict[str, Any]:
+        optimizer = self.optimizer_factory(self.model.parameters())
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, self.schedule)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+
+    # -- validation: loss + greedy BLEU on a fixed subset + attention maps; test: beam ----
+    def _translate(self, src: Tensor, config: SearchConfig) -> list[str]:
+        output = search(self.model, src, self.tokenizer.bos_id, self.tokenizer.eos_id, config)
+        return self.tokenizer.decode_tgt(output.ids)
+
+    def on_validation_epoch_start(self) -> None:
+        self._hypotheses = {}
+        self._last_batch_time = None  # validation time is not training throughput
+
+    def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+        self._step(batch, "val")
+        chosen = batch["index"] < self.hparams.val_bleu_samples  # a fixed subset, the same every epoch
+        if chosen.any():
+            texts = self._translate(batch["src"][chosen], self.search_config.greedy)
+            self._hypotheses.update(zip(batch["index"][chosen].tolist(), texts))
+
+    def on_test_epoch_start(self) -> None:
+        self._hypotheses = {}
+
+    def test_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+        self._step(batch, "test")
+        self._hypotheses.update(zip(batch["index"].tolist(), self._translate(batch["src"], self.search_config)))
+
+    def _gathered_hypotheses(self) -> dict[int, str]:
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            parts: list[dict[int, str]] = [{} for _ in range(dist.get_world_size())]
+            dist.all_gather_object(parts, self._hypotheses)
+            return {k: v for part in parts for k, v in part.items()}
+        return self._hypotheses
+
+    def _score(self, split: str) -> tuple[list[tuple[str, list[str], str]], Scores]:
+        """Log corpus BLEU/chrF of this epoch's hypotheses; return (source, references, hypothesis) rows."""
+        hypotheses, (sources, references) = self._gathered_hypotheses(), self.texts[split]
+        rows = [(sources[i], references[i], hypotheses[i]) for i in sorted(hypotheses)]
+        scores = corpus_scores([r[2] for r in rows], [r[1] for r in rows])
+        stage = "val" if split == "validation" else "test"
+        self.log_dict({f"{stage}/bleu": scores.bleu, f"{stage}/chrf": scores.chrf}, prog_bar=True)
+        return rows, scores
+
+    def on_validation_epoch_end(self) -> None:
+        rows, _ = self._score("validation")
+        if self.trainer.sanity_checking or not self.trainer.is_global_zero:
+            return
+        table = [[source, " | ".join(refs), hypothesis] for source, refs, hypothesis in rows[:20]]
+        self._log_table("val/translations", ["source", "references", "hypothesis"], table)
+        self.log_dict(attention_statistics(self.log_attention_maps()), rank_zero_only=True)
+
+    def on_test_epoch_end(self) -> None:
+        rows, scores = self._score("test")
+        if not self.trainer.is_global_zero:
+            return
+        run_dir = Path(self.trainer.default_root_dir)
+        (run_dir / "test_metrics.json").write_text(json.dumps({
+            "bleu": scores.bleu, "chrf": scores.chrf, "bleu_signature": scores.bleu_signature,
+            "chrf_signature": scores.chrf_signature, "sentences": len(rows),
+            "beam_size": self.search_config.beam_size, "length_penalty": self.search_config.length_penalty,
+        }, indent=2))
+        with open(run_dir / "test_translations.tsv", "w", encoding="utf-8") as out:
+            for source, refs, hypothesis in rows:
+                out.write(f"{source}\t{hypothesis}\t{' | '.join(refs)}\n")
+
+    # -- attention maps: PNG grids, the explorer page, statistics -------------------------
+    @torch.no_grad()
+    def log_attention_maps(self) -> list[SentenceAttention]:
+        """Attention of the fixed validation sentences, as the greedy search translates them now.
+
+        Writes PNG grids to ``<run>/attention/step_<N>/`` (wandb: ``attention/<kind>/sentence_<n>``,
+        a panel with a step slider) and this step's weights beside them (``attention.json``);
+        rebuilds ``<run>/attention/explorer.html`` from every step so far (wandb:
+        ``attention/explorer``). Returns the sentences' attention, for ``model/attention_stats.py``.
+        """
+        root = Path(self.trainer.default_root_dir) / "attention"
+        folder = root / f"step_{self.global_step:06d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        tokenizer, sentences, records = self.tokenizer, [], []
+        for n, (text, src_ids) in enumerate(self.attention_sources):
+            src = torch.tensor([src_ids], device=self.device)
+            output = search(self.model, src, tokenizer.bos_id, tokenizer.eos_id, self.search_config.greedy,
+                            attention_rows=[0])
+            sentence = output.attention[0]
+            labels = (tokenizer.src_tokens(sentence.src_ids), tokenizer.tgt_tokens(sentence.input_ids),
+                      tokenizer.tgt_tokens(sentence.output_ids))
+            for kind, figure in attention_figures(sentence.maps, *labels,
+                                                  caption=f" · step {self.global_step} · rows = queries").items():
+                path = folder / f"{kind}_sentence{n}.png"
+                save_figure(figure, path)
+                self._log_image(f"attention/{kind}/sentence_{n}", path)
+            sentences.append(sentence)
+            records.append(sentence_record(sentence, *labels, text, tokenizer.decode_tgt(output.ids)[0]))
+        step = {"label": f"step {self.global_step}", "step": self.global_step, "sentences": records}
+        (folder / "attention.json").write_text(json.dumps(step, ensure_ascii=False), encoding="utf-8")
+        explorer = write_explorer(root / "explorer.html", read_steps(root), "Attention during training")
+        self._log_html("attention/explorer", explorer)
+        return sentences
+
+    def _log_image(self, key: str, path: Path) -> None:
+        for logger in self.loggers:
+            if type(logger).__name__ == "WandbLogger":
+                logger.log_image(key=key, images=[str(path)])
+            elif type(logger).__name__ == "TensorBoardLogger":
+                import matplotlib.image as mpimg
+
+                logger.experiment.add_image(key, mpimg.imread(path)[..., :3], self.global_step, dataformats="HWC")
+
+    def _log_html(self, key: str, path: Path) -> None:
+        for logger in self.loggers:
+            if type(logger).__name__ == "WandbLogger":
+                import wandb
+
+                # inject=False: no stylesheet fetched from wandb's servers; the page stays offline.
+                logger.log_metrics({key: wandb.Html(path.read_text(encoding="utf-8"), inject=False)},
+                                   step=self.global_step)
+
+    def _log_table(self, key: str, columns: list[str], data: list[list[str]]) -> None:
+        for logger in self.loggers:
+            if type(logger).__name__ == "WandbLogger":
+                logger.log_table(key=key, columns=columns, data=data)

@@ -1,0 +1,56 @@
+"""Helpers shared by the tests: composing and running train.py, a tiny generated corpus."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from omegaconf import DictConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def compose_train(*overrides: str) -> DictConfig:
+    """The config ``python train.py OVERRIDES`` would get (without Hydra's own node)."""
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        return compose(config_name="train", overrides=list(overrides))
+
+
+def train_in_process(run_dir: Path, data_cache: Path, *overrides: str) -> dict[str, float]:
+    """``train.train(cfg)`` for ``experiment=smoke`` in this process: what the CLI does, minus Hydra's wrapper."""
+    from train import train
+
+    cfg = compose_train("experiment=smoke", f"paths.output_dir={run_dir}", f"data.cache_dir={data_cache}", *overrides)
+    return train(cfg)
+
+
+def run_train(run_dir: Path, data_cache: Path, *overrides: str, check: bool = True, **popen):
+    """``python train.py experiment=smoke`` in a subprocess, as a user would run it."""
+    command = [sys.executable, str(ROOT / "train.py"), "experiment=smoke", f"hydra.run.dir={run_dir}",
+               f"data.cache_dir={data_cache}", *overrides]
+    if popen:
+        return subprocess.Popen(command, cwd=ROOT, **popen)
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    if check:
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
+def small_corpus(folder: Path, n: int = 300) -> Path:
+    """A ``spa.txt`` of ``n`` generated pairs plus one malformed line."""
+    path = folder / "spa.txt"
+    rows = [f"Sentence number {i} is here.\tLa frase número {i} está aquí." for i in range(n)]
+    path.write_text("\n".join(rows) + "\nmalformed line\n", encoding="utf-8")
+    return path
+
+
+def explorer_data(page: Path) -> dict:
+    """The JSON an explorer page embeds (``model/explorer.py``), parsed back."""
+    import json
+    import re
+
+    text = page.read_text(encoding="utf-8")
+    found = re.search(r'<script id="attention-data" type="application/json">(.*?)</script>', text, flags=re.S)
+    return json.loads(found.group(1))
