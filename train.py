@@ -13,8 +13,8 @@ Common runs:
 
 The run folder (``outputs/<date_time>`` unless ``hydra.run.dir`` says otherwise) gets the
 resolved ``config.yaml``, ``tokenizer.json``, ``checkpoints/{best,last}.ckpt``, metrics
-(``csv/``, ``wandb/``, ``test_metrics.json``) and the attention maps (``attention/step_*/``):
-everything ``translate.py`` needs.
+(``csv/``, ``wandb/``, ``test_metrics.json``) and the attention maps (``attention/step_*/``,
+``attention/explorer.html``): everything ``translate.py`` needs.
 """
 
 from __future__ import annotations
@@ -25,26 +25,81 @@ from pathlib import Path
 
 import hydra
 import lightning as L
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from data.tokenizer import tokenizer_fingerprint
+from model.checkpoints import AtomicCheckpointIO, resume_point
 from model.precision import choose_precision
+from model.translation_module import NonFiniteLossError
 
 log = logging.getLogger("train")
 
 
+class SettingsError(ValueError):
+    """Settings that cannot work, found before anything is built or written: one line."""
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Refuse now, in one line, settings that would fail after the data cache is built or mid-epoch."""
+    model, data, problems = cfg.model, cfg.data, []
+    sizes = {f"model.{k}": model[k] for k in ("d_model", "num_heads", "num_encoder_layers", "num_decoder_layers",
+                                               "d_ff", "max_len")}
+    sizes |= {f"data.{k}": data[k] for k in ("vocab_size", "max_tokens", "max_sentence_len")}
+    if "warmup_steps" in cfg.module.schedule:
+        sizes["module.schedule.warmup_steps"] = cfg.module.schedule.warmup_steps
+    problems += [f"{k}={v!r} must be a whole number >= 1" for k, v in sizes.items()
+                 if isinstance(v, bool) or not isinstance(v, int) or v < 1]
+    if not isinstance(model.dropout, (int, float)) or not 0 <= model.dropout < 1:
+        problems.append(f"model.dropout={model.dropout!r} must be in [0, 1)")
+    if not problems:
+        if model.d_model % model.num_heads:
+            problems.append(f"model.d_model={model.d_model} is not divisible by model.num_heads={model.num_heads}")
+        if data.max_sentence_len > model.max_len:
+            problems.append(f"data.max_sentence_len={data.max_sentence_len} exceeds model.max_len={model.max_len}")
+        if data.max_tokens <= data.max_sentence_len:
+            problems.append(f"data.max_tokens={data.max_tokens} cannot hold one pair of "
+                            f"data.max_sentence_len={data.max_sentence_len} tokens")
+    if problems:
+        raise SettingsError("bad settings: " + "; ".join(problems))
+
+
+# Settings that decide the splits and the BPE vocabulary: a run folder keeps its own.
+DATA_KEYS = ("corpus_path", "hub_path", "hub_name", "val_fraction", "test_fraction", "vocab_size", "joint_vocab",
+             "limit_pairs")
+
+
+def check_run_folder(cfg: DictConfig, run_dir: Path, model_config: dict, tokenizer_folder: Path) -> None:
+    """Refuse to continue a run in ``run_dir`` with settings that change its tokenizer or model.
+
+    Checked before anything is written there: the folder keeps its config, tokenizer and checkpoints.
+    """
+    saved = run_dir / "config.yaml"
+    if not saved.is_file() or not list(run_dir.glob("checkpoints/*.ckpt")):
+        return  # nothing to continue: a new run
+    old = OmegaConf.load(saved)
+    differ = [f"model.{k}" for k, v in model_config.items() if old.model.get(k) != v]
+    differ += [f"data.{k}" for k in DATA_KEYS if old.data.get(k) != cfg.data.get(k)]
+    differ += ["seed"] if old.get("seed") != cfg.seed else []
+    if not differ and tokenizer_fingerprint(run_dir) != tokenizer_fingerprint(tokenizer_folder):
+        differ.append("the tokenizer (tokenizer.json)")
+    if differ:
+        raise SettingsError(f"{run_dir} holds a run with other settings ({', '.join(differ)}): continue it with "
+                            f"its own settings ({saved}), or start a new run folder (hydra.run.dir=...)")
+
+
 def resume_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
-    """The checkpoint to resume from: ``ckpt_path=`` if given, else this run folder's last.ckpt."""
+    """The checkpoint to resume from: ``ckpt_path=`` if given, else this run folder's last one that loads."""
     if cfg.ckpt_path:
         if not Path(cfg.ckpt_path).is_file():
-            raise FileNotFoundError(f"ckpt_path={cfg.ckpt_path} does not exist")
+            raise SettingsError(f"ckpt_path={cfg.ckpt_path} does not exist")
         return str(cfg.ckpt_path)
-    last = run_dir / "checkpoints" / "last.ckpt"
-    if last.is_file():
-        log.info("resuming the interrupted run from %s", last)
-        return str(last)
-    return None
+    point = resume_point(run_dir)
+    if point is not None:
+        log.info("resuming the interrupted run from %s", point)
+    return str(point) if point else None
 
 
 def train(cfg: DictConfig) -> dict[str, float]:
@@ -52,10 +107,16 @@ def train(cfg: DictConfig) -> dict[str, float]:
 
     Everything lands in ``cfg.paths.output_dir``. Returns the final metrics (validation and,
     with ``cfg.test``, test). Tests call this directly; ``main`` is the command-line wrapper.
+    Bad settings raise ``SettingsError`` before anything is built; a non-finite loss stops
+    training with ``NonFiniteLossError`` and writes no ``final.ckpt``.
     """
+    check_config(cfg)
+    group = sweep_group()
+    if group and cfg.get("logger") and "wandb" in cfg.logger:
+        with open_dict(cfg):
+            cfg.logger.wandb.group = group  # the runs of one sweep overlay in one wandb group
     L.seed_everything(cfg.seed, workers=True)
     run_dir = Path(cfg.paths.output_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
 
     datamodule = instantiate(cfg.data)
     datamodule.setup()  # builds (or reads from the cache) splits, tokenizer and token ids
@@ -67,6 +128,8 @@ def train(cfg: DictConfig) -> dict[str, float]:
             cfg.trainer.precision = choose_precision(cfg.trainer.accelerator)
     # Kept in the checkpoint (plain values, no _target_) so translate.py can rebuild the model.
     model_config = {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items() if k != "_target_"}
+    check_run_folder(cfg, run_dir, model_config, datamodule.tokenizer_folder)
+    run_dir.mkdir(parents=True, exist_ok=True)
     model = instantiate(cfg.model)
     datamodule.tokenizer.save(run_dir)
     module = instantiate(cfg.module, model=model, optimizer=instantiate(cfg.optim.optimizer),
@@ -76,21 +139,35 @@ def train(cfg: DictConfig) -> dict[str, float]:
     for logger in loggers:
         logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
     callbacks = [instantiate(c) for c in cfg.callbacks.values()] if cfg.get("callbacks") else []
-    trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks, default_root_dir=str(run_dir))
+    trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks, default_root_dir=str(run_dir),
+                          plugins=[AtomicCheckpointIO()])
     n_params = sum(p.numel() for p in model.parameters())
     log.info("model: %.1fM parameters; run folder: %s", n_params / 1e6, run_dir)
 
     try:
-        trainer.fit(module, datamodule=datamodule, ckpt_path=resume_checkpoint(cfg, run_dir))
+        try:
+            trainer.fit(module, datamodule=datamodule, ckpt_path=resume_checkpoint(cfg, run_dir), weights_only=True)
+        except NonFiniteLossError as error:
+            good = resume_point(run_dir)
+            raise NonFiniteLossError(f"{error}: training stopped, no final.ckpt written; last good checkpoint: "
+                                     f"{good or 'none'} (a lower optim.optimizer.lr may help)") from None
         # The weights as training left them (a time limit rarely stops on a validation step).
         trainer.save_checkpoint(run_dir / "checkpoints" / "final.ckpt", weights_only=True)
         metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
         if cfg.test:  # the configured search (beam) on the test split, final weights
-            results = trainer.test(module, datamodule=datamodule)
+            results = trainer.test(module, datamodule=datamodule, weights_only=True)
             metrics.update(results[0] if results else {})
     finally:
         finish_wandb_run()
     return metrics
+
+
+def sweep_group() -> str | None:
+    """Under ``python train.py -m …`` (Hydra multirun), the sweep folder: its runs' wandb group."""
+    if not HydraConfig.initialized():
+        return None
+    hydra_cfg = HydraConfig.get()
+    return str(hydra_cfg.sweep.dir) if hydra_cfg.mode == RunMode.MULTIRUN else None
 
 
 def finish_wandb_run() -> None:
@@ -102,7 +179,10 @@ def finish_wandb_run() -> None:
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="train")
 def main(cfg: DictConfig) -> dict[str, float]:
-    return train(cfg)
+    try:
+        return train(cfg)
+    except (SettingsError, NonFiniteLossError) as error:
+        raise SystemExit(f"train.py: {error}") from None
 
 
 if __name__ == "__main__":

@@ -23,24 +23,24 @@ Options (defaults in brackets):
 
 Empty lines give empty lines (the line count is always kept); over-long sentences are
 cut to the model's limit and invalid UTF-8 bytes are replaced, each with one warning.
+Typed or piped lines are translated as soon as they arrive. output=FILE is written to
+FILE.partial and renamed when done; Ctrl-C keeps what was translated there (exit 130).
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
+import logging
+import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-if TYPE_CHECKING:
-    from model.search import SearchConfig, SentenceAttention
 
 OPTION = re.compile(r"^[a-z_]+=")
 
@@ -78,47 +78,32 @@ def warn(message: str) -> None:
     print(f"translate.py: warning: {message}", file=sys.stderr)
 
 
-def text_lines(stream: io.BufferedIOBase) -> Iterator[str]:
-    """Lines of a byte stream as text; invalid UTF-8 is replaced (one warning for the stream)."""
-    warned = False
-    for raw in stream:
-        text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-        if "\ufffd" in text and not warned and b"\xef\xbf\xbd" not in raw:
-            warn("invalid UTF-8 in the input was replaced with U+FFFD")
-            warned = True
-        yield text
-
-
-def chunks(lines: Iterable[str], size: int) -> Iterator[list[str]]:
+def chunks(lines: Iterable[str], size: int, waiting: Callable[[], bool] = lambda: True) -> Iterator[list[str]]:
+    """Groups of at most ``size`` lines; a group also ends when no more input is ``waiting()``
+    (someone typing, or a pipe's writer pausing), so each line is answered at once."""
     chunk = []
     for line in lines:
         chunk.append(line)
-        if len(chunk) == size:
+        if len(chunk) == size or not waiting():
             yield chunk
             chunk = []
     if chunk:
         yield chunk
 
 
-def translate_lines(translator, lines: list[str], cfg: TranslateConfig, search: SearchConfig,
-                    attention_line: int | None = None) -> tuple[list[str], int, SentenceAttention | None]:
-    """Translate one chunk: empty lines stay empty, the rest go in length-sorted batches.
-
-    ``attention_line``: the line whose attention weights to return, from the same search
-    that produced its translation.
-    """
-    outputs, attention = [""] * len(lines), None
-    todo = [i for i, line in enumerate(lines) if line.strip()]
-    ids, truncated = translator.encode([lines[i].strip() for i in todo])
-    order = sorted(range(len(todo)), key=lambda j: len(ids[j]))  # similar lengths batch together
-    for start in range(0, len(order), cfg.batch_size):
-        batch = order[start : start + cfg.batch_size]
-        wanted = tuple(k for k, j in enumerate(batch) if todo[j] == attention_line)
-        texts, maps = translator.translate_ids([ids[j] for j in batch], search, wanted)
-        for j, text in zip(batch, texts):
-            outputs[todo[j]] = text
-        attention = maps[wanted[0]] if wanted else attention
-    return outputs, truncated, attention
+def check_paths(cfg: TranslateConfig, sentences: list[str]) -> None:
+    """Refuse, before the model loads, what would fail or lose data later."""
+    reads_file = cfg.input and cfg.input != "-" and not sentences
+    if reads_file and not Path(cfg.input).is_file():
+        raise SystemExit(f"translate.py: input file {cfg.input} does not exist")
+    if cfg.output:
+        output = Path(cfg.output)
+        if not output.parent.is_dir():
+            raise SystemExit(f"translate.py: output folder {output.parent} does not exist")
+        if reads_file and output.exists() and os.path.samefile(output, cfg.input):
+            raise SystemExit(f"translate.py: output={cfg.output} is the input file: it would be overwritten")
+    if cfg.attention and not Path(cfg.attention).parent.is_dir():
+        raise SystemExit(f"translate.py: attention folder {Path(cfg.attention).parent} does not exist")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,45 +117,63 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.batch_size < 1 or cfg.chunk_size < 1:
         raise SystemExit(f"translate.py: batch_size and chunk_size must be at least 1 "
                          f"(got {cfg.batch_size}, {cfg.chunk_size})")
-    if cfg.input and cfg.input != "-" and not sentences and not Path(cfg.input).is_file():
-        raise SystemExit(f"translate.py: input file {cfg.input} does not exist")
-    from model.search import SearchConfig  # heavy imports after the argument check
+    check_paths(cfg, sentences)
+    logging.basicConfig(format="translate.py: warning: %(message)s", level=logging.WARNING)
+    from data.lines import LineReader  # heavy imports after the argument checks
+    from model.search import SearchConfig
     from model.translator import RunLoadError, Translator
 
     try:
         search = SearchConfig(cfg.beam_size, cfg.length_penalty, cfg.max_len_a, cfg.max_len_b)
-    except ValueError as error:
-        raise SystemExit(f"translate.py: {error}") from None
-    try:
         translator = Translator.load(cfg.run, cfg.device)
-    except RunLoadError as error:
+    except (ValueError, RunLoadError) as error:
         raise SystemExit(f"translate.py: {error}") from None
 
+    done, drawn, reader = 0, None, None  # drawn: (source line, translation, its attention)
     with contextlib.ExitStack() as files:
         if sentences:
             lines: Iterable[str] = sentences
-        elif cfg.input and cfg.input != "-":
-            lines = text_lines(files.enter_context(open(cfg.input, "rb")))
         else:
-            lines = text_lines(sys.stdin.buffer)
-        out = files.enter_context(open(cfg.output, "w", encoding="utf-8")) if cfg.output else sys.stdout
-        truncated, drawn = 0, None  # drawn: (source line, translation, its attention)
-        for chunk in chunks(lines, cfg.chunk_size):
-            first = next((i for i, line in enumerate(chunk) if line.strip()), None)
-            wanted = first if cfg.attention and drawn is None else None
-            translations, cut, attention = translate_lines(translator, chunk, cfg, search, wanted)
-            if attention is not None:
-                drawn = (chunk[wanted].strip(), translations[wanted], attention)
-            truncated += cut
-            out.write("".join(t + "\n" for t in translations))
-            out.flush()
-    if truncated:
-        warn(f"{truncated} sentence(s) longer than {translator.max_source_tokens} tokens were truncated")
+            stream = files.enter_context(open(cfg.input, "rb")) if cfg.input and cfg.input != "-" else sys.stdin.buffer
+            lines = reader = LineReader(stream, max_bytes=4 * translator.max_source_chars)
+        # An output file is written beside its target and renamed at the end: never half-written.
+        partial = Path(f"{cfg.output}.partial") if cfg.output else None
+        out = files.enter_context(open(partial, "w", encoding="utf-8")) if partial else sys.stdout
+        try:
+            for chunk in chunks(lines, cfg.chunk_size, reader.waiting if reader else lambda: True):
+                first = next((i for i, line in enumerate(chunk) if line.strip()), None)
+                wanted = first if cfg.attention and drawn is None else None
+                translations, attention = translator.translate_lines(chunk, search, cfg.batch_size, wanted)
+                if attention is not None:
+                    drawn = (chunk[wanted].strip(), translations[wanted], attention)
+                out.write("".join(t + "\n" for t in translations))
+                out.flush()
+                done += len(chunk)
+        except KeyboardInterrupt:
+            kept = f"; they are in {partial}" if partial else ""
+            print(f"translate.py: interrupted after {done} line(s){kept}", file=sys.stderr)
+            return 130
+        except BrokenPipeError:  # `… | head`: the reader has all it wants
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error when Python flushes at exit
+            return 0
+    if partial:
+        os.replace(partial, cfg.output)
+    report(translator, reader)
     if drawn:
         text, translation, attention = drawn
         for path in translator.draw_attention(attention, text, translation, cfg.attention, cfg.attention_all):
             print(f"attention map written to {path}", file=sys.stderr)
     return 0
+
+
+def report(translator, reader) -> None:
+    """One warning per kind of input that was changed to be translatable."""
+    if translator.truncated:
+        warn(f"{translator.truncated} sentence(s) longer than {translator.max_source_tokens} tokens were truncated")
+    if reader is not None and reader.cut_lines:
+        warn(f"{reader.cut_lines} line(s) longer than {reader.max_bytes} bytes were cut there")
+    if reader is not None and reader.invalid_lines:
+        warn(f"invalid UTF-8 in {reader.invalid_lines} line(s) was replaced with U+FFFD")
 
 
 if __name__ == "__main__":

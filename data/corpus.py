@@ -93,7 +93,11 @@ def locate_corpus(path: str | os.PathLike | None = None, cache_dir: str | os.Pat
         return cached
     if not download:
         raise CorpusNotFoundError(_where_to_put_it(cached))
-    return _download(cached, sha256)
+    from filelock import FileLock
+
+    cache.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(cached) + ".lock"):  # two first runs at once: one downloads, the other waits
+        return cached if cached.is_file() else _download(cached, sha256)
 
 
 def _where_to_put_it(cached: Path) -> str:

@@ -22,7 +22,7 @@ from torch.utils.data import DataLoader
 from data.corpus import DEFAULT_CACHE, ParseReport, clean_pairs, load_pairs, locate_corpus
 from data.sampler import TokenBucketBatchSampler, pad_batch
 from data.splits import split_pairs
-from data.tokenizer import TranslationTokenizer, truncate_source
+from data.tokenizer import TranslationTokenizer, tokenizer_fingerprint, truncate_source
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1  # bump when the cached format changes
@@ -127,31 +127,40 @@ class TranslationDataModule(L.LightningDataModule):
                 partial.rename(folder / "splits")
             splits = load_from_disk(str(folder / "splits"))
             tokenizer_dir = folder / "tokenizer"
-            if not tokenizer_dir.is_dir():
+            if not tokenizer_dir.is_dir() or not list(tokenizer_dir.glob("tokenizer*.json")):
+                shutil.rmtree(tokenizer_dir, ignore_errors=True)
                 train = splits["train"]  # BPE never sees validation or test text
                 tokenizer = TranslationTokenizer.train(zip(train["src"], train["tgt"]), self.hparams.vocab_size,
                                                        self.hparams.joint_vocab)
+                shutil.rmtree(folder / "tokenizer.partial", ignore_errors=True)
                 tokenizer.save(folder / "tokenizer.partial")
                 (folder / "tokenizer.partial").rename(tokenizer_dir)
             self._tokenize(splits, TranslationTokenizer.load(tokenizer_dir), folder)
 
     def _tokenize(self, splits: DatasetDict, tokenizer: TranslationTokenizer, folder: Path) -> DatasetDict:
-        """Token ids for every split via ``Dataset.map(batched=True)``, cached in ``folder``."""
+        """Token ids for every split via ``Dataset.map(batched=True)``, cached in ``folder``.
+
+        The cache files are named after the tokenizer's fingerprint, so ids made by another
+        tokenizer are never reused; an unreadable cache file is deleted and rebuilt.
+        """
+        fingerprint = tokenizer_fingerprint(folder / "tokenizer")[:16]
 
         def encode(batch: dict) -> dict:
             return {"src_ids": tokenizer.encode_src(batch["src"]), "tgt_ids": tokenizer.encode_tgt(batch["tgt"])}
 
-        return DatasetDict({
-            name: split.map(
-                encode,
-                batched=True,
-                batch_size=2000,
-                cache_file_name=str(folder / f"tokenized-{name}.arrow"),
-                new_fingerprint=f"{folder.name}-{name}-tokenized",
-                desc=f"tokenizing {name}",
-            )
-            for name, split in splits.items()
-        })
+        def tokenized(name: str, split):
+            cache_file = folder / f"tokenized-{name}-{fingerprint}.arrow"
+            for attempt in (1, 2):
+                try:
+                    return split.map(encode, batched=True, batch_size=2000, cache_file_name=str(cache_file),
+                                     new_fingerprint=f"{folder.name}-{name}-{fingerprint}", desc=f"tokenizing {name}")
+                except Exception as error:  # noqa: BLE001 — a damaged cache file: rebuild it once
+                    if attempt == 2 or not cache_file.exists():
+                        raise
+                    log.warning("%s is unreadable (%s): rebuilding it", cache_file, type(error).__name__)
+                    cache_file.unlink()
+
+        return DatasetDict({name: tokenized(name, split) for name, split in splits.items()})
 
     # -- loading ------------------------------------------------------------------------
     def setup(self, stage: str | None = None) -> None:
@@ -170,6 +179,11 @@ class TranslationDataModule(L.LightningDataModule):
         if len(self._train_rows) < len(src_ids):
             log.warning("skipped %d training pairs longer than max_sentence_len=%d tokens",
                         len(src_ids) - len(self._train_rows), limit)
+
+    @property
+    def tokenizer_folder(self) -> Path:
+        """Where the tokenizer of these settings is cached."""
+        return self.cache_dir() / "tokenizer"
 
     @property
     def src_vocab_size(self) -> int:

@@ -36,7 +36,8 @@ class TokenBucketBatchSampler(Sampler[list[int]]):
     Per epoch (seeded by ``seed + epoch``): sort by length with random tie-breaking, cut
     into budgeted batches, shuffle the batch order, then rank ``r`` of ``num_replicas``
     takes batches ``r, r + R, ...``. So that every rank runs the same number of steps
-    without repeating examples, the largest batches are halved until the count divides.
+    without repeating examples, the largest batches are halved until the count divides
+    (with fewer examples than ranks, a few batches are repeated).
     """
 
     def __init__(
@@ -73,6 +74,9 @@ class TokenBucketBatchSampler(Sampler[list[int]]):
             largest = max(range(len(batches)), key=lambda i: len(batches[i]))
             half = len(batches[largest]) // 2
             batches[largest : largest + 1] = [batches[largest][:half], batches[largest][half:]]
+        # Too few examples to split further: repeat some batches. Every rank must run the same
+        # number of steps, or DDP's collective calls wait forever for the rank that stopped.
+        batches += [batches[i % len(batches)] for i in range(-len(batches) % self.num_replicas)]
         if self.shuffle:
             batches = [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
         self._cached = (self.epoch, batches)

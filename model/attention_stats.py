@@ -44,7 +44,7 @@ def attention_statistics(sentences: list[SentenceAttention]) -> dict[str, float]
     functions = {"entropy": row_entropy, "diagonal": diagonal_share, "monotonic": monotonic_share}
     for kind in ("encoder_self", "decoder_self", "cross"):
         for name, function in functions.items():
-            if name != "entropy" and kind != "cross":
+            if (name != "entropy" and kind != "cross") or not getattr(sentences[0].maps, kind):
                 continue
             # (sentences, layers, heads): one value per head of every layer of every sentence
             values = torch.stack([torch.stack([function(layer) for layer in getattr(s.maps, kind)])

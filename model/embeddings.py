@@ -63,11 +63,13 @@ class Embeddings(nn.Module):
         self.token = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
         self.max_len = max_len
         if positional == "sinusoidal":
-            self.position: nn.Module = SinusoidalPositionalEncoding(d_model, max_len)
+            self.position: nn.Module | None = SinusoidalPositionalEncoding(d_model, max_len)
         elif positional == "learned":
             self.position = LearnedPositionalEmbedding(d_model, max_len)
+        elif positional == "none":  # an ablation: attention alone sees a bag of words
+            self.position = None
         else:
-            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {positional!r}")
+            raise ValueError(f"positional must be 'sinusoidal', 'learned' or 'none', got {positional!r}")
         self.scale = math.sqrt(d_model)
         self.dropout = nn.Dropout(dropout)
 
@@ -76,4 +78,6 @@ class Embeddings(nn.Module):
         if offset + tokens.size(1) > self.max_len:
             raise ValueError(f"sequence of length {offset + tokens.size(1)} exceeds max_len={self.max_len}")
         x = self.token(tokens) * self.scale  # (B, L, d_model)
-        return self.dropout(x + self.position(tokens.size(1), offset).to(x.dtype))
+        if self.position is not None:
+            x = x + self.position(tokens.size(1), offset).to(x.dtype)
+        return self.dropout(x)

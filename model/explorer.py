@@ -26,7 +26,7 @@ def sentence_record(attention: SentenceAttention, src_tokens: list[str], input_t
     ``maps[kind][layer][head][query][key]`` are weights x 1000, rounded to integers.
     """
     maps = {kind: [(layer.float() * 1000).round().int().tolist() for layer in getattr(attention.maps, kind)]
-            for kind in ATTENTION_TITLES}
+            for kind in ATTENTION_TITLES if getattr(attention.maps, kind)}  # a kind the model lacks is left out
     return {"source": source, "translation": translation, "src": src_tokens, "inputs": input_tokens,
             "outputs": output_tokens, "maps": maps}
 

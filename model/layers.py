@@ -65,15 +65,20 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """Masked self-attention (orange), cross-attention to the encoder memory, feed-forward."""
+    """Masked self-attention (orange), cross-attention to the encoder memory, feed-forward.
 
-    def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = True):
+    ``cross_attention=False`` drops the middle block: the decoder never reads the source and
+    becomes a language model of the target (an ablation).
+    """
+
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = True,
+                 cross_attention: bool = True):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout) if cross_attention else None
         self.feed_forward = FeedForward(d_model, d_ff, dropout)
         self.self_block = Residual(d_model, dropout, norm_first)
-        self.cross_block = Residual(d_model, dropout, norm_first)
+        self.cross_block = Residual(d_model, dropout, norm_first) if cross_attention else None
         self.ff_block = Residual(d_model, dropout, norm_first)
 
     def forward(
@@ -84,15 +89,17 @@ class DecoderLayer(nn.Module):
         self_cache: KVCache | None = None,
         cross_cache: KVCache | None = None,
         need_weights: bool = False,
-    ) -> tuple[Tensor, tuple[Tensor, Tensor] | None]:
+        causal: bool = True,
+    ) -> tuple[Tensor, tuple[Tensor, Tensor | None] | None]:
         """y: (B, T, d_model), memory: (B, S, d_model). Returns y and (self, cross) weights.
 
         Target padding needs no mask here: targets are right-padded, so under the causal
-        mask a real token never sees a pad token that comes after it.
+        mask a real token never sees a pad token that comes after it. ``causal=False``
+        lifts the mask (an ablation: the decoder then sees the very tokens it must predict).
         """
 
         def masked_self_attention(h: Tensor):
-            result = self.self_attn(h, h, h, causal=True, need_weights=need_weights, cache=self_cache)
+            result = self.self_attn(h, h, h, causal=causal, need_weights=need_weights, cache=self_cache)
             return result if need_weights else (result, None)
 
         def cross_attention(h: Tensor):
@@ -102,6 +109,8 @@ class DecoderLayer(nn.Module):
             return result if need_weights else (result, None)
 
         y, self_weights = self.self_block(y, masked_self_attention)
-        y, cross_weights = self.cross_block(y, cross_attention)
+        cross_weights = None
+        if self.cross_attn is not None:
+            y, cross_weights = self.cross_block(y, cross_attention)
         y, _ = self.ff_block(y, lambda h: (self.feed_forward(h), None))
         return y, ((self_weights, cross_weights) if need_weights else None)

@@ -76,6 +76,8 @@ def attention_figures(
     figures = {}
     for kind in kinds:
         layers = getattr(maps, kind)  # per layer (heads, Lq, Lk)
+        if not layers:  # a model without this kind of attention (the cross-attention ablation)
+            continue
         first_layer = len(layers) if last_layer_only else 1
         figures[kind] = attention_grid(layers[first_layer - 1 :], *axes[kind], ATTENTION_TITLES[kind] + caption,
                                        first_layer=first_layer)

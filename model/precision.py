@@ -12,17 +12,18 @@ import logging
 import time
 
 import torch
+import torch.nn.functional as F
 
 log = logging.getLogger(__name__)
 
 
 def matmul_gflops(dtype: torch.dtype, rows: int = 2048, inner: int = 256, cols: int = 1024, repeats: int = 4) -> float:
-    """CPU GFLOP/s of a (rows, inner) @ (inner, cols) matmul in ``dtype``: the model's shapes."""
-    a, b = torch.randn(rows, inner).to(dtype), torch.randn(inner, cols).to(dtype)
-    a @ b  # warm-up: kernels chosen, memory allocated
+    """CPU GFLOP/s of ``F.linear`` (rows, inner) x (cols, inner)ᵀ in ``dtype``, as the model's layers run it."""
+    x, weight = torch.randn(rows, inner).to(dtype), torch.randn(cols, inner).to(dtype)
+    F.linear(x, weight)  # warm-up: kernels chosen, memory allocated
     start = time.perf_counter()
     for _ in range(repeats):
-        a @ b
+        F.linear(x, weight)
     return 2 * rows * inner * cols * repeats / (time.perf_counter() - start) / 1e9
 
 

@@ -60,11 +60,17 @@ class Seq2SeqTransformer(nn.Module):
         norm_first: bool = True,
         share_embeddings: bool = False,
         tie_output: bool = True,
+        causal_decoder: bool = True,
+        cross_attention: bool = True,
     ) -> None:
         super().__init__()
         if share_embeddings and src_vocab_size != tgt_vocab_size:
             raise ValueError("share_embeddings needs one joint vocabulary (src_vocab_size == tgt_vocab_size)")
         self.pad_id, self.max_len = pad_id, max_len
+        # Ablations: causal_decoder=False lifts the mask in teacher-forced training only (search
+        # feeds one token at a time: it cannot see the future anyway); cross_attention=False cuts
+        # the decoder off from the source.
+        self.causal_decoder = causal_decoder
         self.src_vocab_size, self.tgt_vocab_size = src_vocab_size, tgt_vocab_size
         self.src_embed = Embeddings(src_vocab_size, d_model, pad_id, max_len, positional, dropout)
         self.tgt_embed = Embeddings(tgt_vocab_size, d_model, pad_id, max_len, positional, dropout)
@@ -72,7 +78,8 @@ class Seq2SeqTransformer(nn.Module):
             EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first) for _ in range(num_encoder_layers)
         )
         self.decoder_layers = nn.ModuleList(
-            DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first) for _ in range(num_decoder_layers)
+            DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first, cross_attention)
+            for _ in range(num_decoder_layers)
         )
         # Pre-norm stacks end with a LayerNorm; post-norm layers already end normalized.
         self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
@@ -122,12 +129,14 @@ class Seq2SeqTransformer(nn.Module):
         cache: DecoderCache | None = None,
         need_weights: bool = False,
         output_mask: Tensor | None = None,
+        causal: bool = True,
     ) -> Tensor | tuple[Tensor, list, list]:
         """tgt_in (B, T), memory (B, S, d), src (B, S) -> logits (B, T, tgt_vocab).
 
         With ``cache``, ``tgt_in`` holds only the new steps; earlier steps' keys/values
         are read from the cache, and positions continue from ``cache.steps``.
         ``output_mask`` (bool (B, T)): logits only where it is True, as (N, tgt_vocab).
+        ``causal=False``: no causal mask (the ``causal_decoder`` ablation, in training).
         """
         offset = cache.steps if cache is not None else 0
         y = self.tgt_embed(tgt_in, offset)
@@ -136,10 +145,11 @@ class Seq2SeqTransformer(nn.Module):
         for i, layer in enumerate(self.decoder_layers):
             self_cache = cache.self_attn[i] if cache is not None else None
             cross_cache = cache.cross_attn[i] if cache is not None else None
-            y, weights = layer(y, memory, padding, self_cache, cross_cache, need_weights)
+            y, weights = layer(y, memory, padding, self_cache, cross_cache, need_weights, causal)
             if need_weights:
                 self_maps.append(weights[0])
-                cross_maps.append(weights[1])
+                if weights[1] is not None:
+                    cross_maps.append(weights[1])
         if cache is not None:
             cache.steps += tgt_in.size(1)
         if output_mask is not None:
@@ -154,7 +164,8 @@ class Seq2SeqTransformer(nn.Module):
         passes the non-padding targets: the vocabulary projection, the largest matmul of
         the model, then skips the padding.
         """
-        return self.decode(tgt_in, self.encode(src), src, output_mask=output_mask)
+        memory = self.encode(src)
+        return self.decode(tgt_in, memory, src, output_mask=output_mask, causal=self.causal_decoder)
 
     @torch.no_grad()
     def attention_maps(self, src: Tensor, tgt_in: Tensor) -> AttentionMaps:

@@ -40,6 +40,10 @@ def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float) -> tup
     return loss, nll.mean(), accuracy
 
 
+class NonFiniteLossError(FloatingPointError):
+    """The training loss became NaN or inf: going on would only write broken weights."""
+
+
 class TranslationModule(L.LightningModule):
     """Trains a ``Seq2SeqTransformer`` and scores it with sacreBLEU."""
 
@@ -92,6 +96,8 @@ class TranslationModule(L.LightningModule):
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         loss = self._step(batch, "train")
+        if not torch.isfinite(loss):  # stop before the update: the weights are still the last good ones
+            raise NonFiniteLossError(f"the training loss is {loss.item()} at step {self.global_step}")
         now = time.perf_counter()
         metrics = {"train/lr": self.optimizers().param_groups[0]["lr"]}
         if self._last_batch_time is not None:  # tokens of this batch over the time since the last one

@@ -30,17 +30,42 @@ class RunLoadError(RuntimeError):
     """A run folder, checkpoint or tokenizer that cannot be used, with the file it is about."""
 
 
-def find_checkpoint(run: str | Path) -> Path:
-    """A checkpoint file as given, or the preferred one in ``<run>/checkpoints/``."""
+def read_checkpoint(path: Path) -> dict:
+    """A checkpoint's contents, read safely (tensors and plain values only) and checked: a dict
+    of this project with finite weights. Anything else is a ``RunLoadError`` naming the file."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # noqa: BLE001 — any unreadable, truncated or unsafe file: one clear line
+        raise RunLoadError(f"{path}: not a loadable checkpoint ({type(error).__name__})") from None
+    hparams = state.get("hyper_parameters") if isinstance(state, dict) else None
+    if not isinstance(hparams, dict) or "model_config" not in hparams or "state_dict" not in state:
+        raise RunLoadError(f"{path}: not a checkpoint of this project (no model_config / state_dict)")
+    if not all(torch.isfinite(w).all() for w in state["state_dict"].values() if w.is_floating_point()):
+        raise RunLoadError(f"{path}: weights are not finite (NaN or inf): the training diverged")
+    return state
+
+
+def find_checkpoint(run: str | Path) -> tuple[Path, dict]:
+    """A checkpoint file as given, or the first usable one in ``<run>/checkpoints/`` in the order
+    final, best, last; an unusable one is skipped with a warning. Returns the path and contents."""
     run = Path(run)
     if run.is_file():
-        return run
+        return run, read_checkpoint(run)
     if not run.exists():
         raise RunLoadError(f"{run}: no such run folder or checkpoint")
-    for name in CHECKPOINT_PREFERENCE:
-        if (run / "checkpoints" / name).is_file():
-            return run / "checkpoints" / name
-    raise RunLoadError(f"{run / 'checkpoints'}: no checkpoint (expected one of {', '.join(CHECKPOINT_PREFERENCE)})")
+    problem = None
+    for path in (run / "checkpoints" / name for name in CHECKPOINT_PREFERENCE):
+        if not path.is_file():
+            continue
+        try:
+            state = read_checkpoint(path)
+        except RunLoadError as error:
+            log.warning("%s; trying the next checkpoint", error)
+            problem = error
+            continue
+        return path, state
+    raise problem or RunLoadError(
+        f"{run / 'checkpoints'}: no checkpoint (expected one of {', '.join(CHECKPOINT_PREFERENCE)})")
 
 
 def find_tokenizer_folder(checkpoint: Path) -> Path:
@@ -58,35 +83,33 @@ class Translator:
     model: Seq2SeqTransformer
     tokenizer: TranslationTokenizer
     device: torch.device
+    truncated: int = 0  # sources cut to the model's length limit so far
 
     @classmethod
     def load(cls, run: str | Path, device: str = "auto") -> "Translator":
-        checkpoint = find_checkpoint(run)
+        checkpoint, state = find_checkpoint(run)
         tokenizer_folder = find_tokenizer_folder(checkpoint)
-        try:
-            state = torch.load(checkpoint, map_location="cpu", weights_only=True)
-        except Exception as error:  # noqa: BLE001 — any unreadable or unsafe file: one clear line
-            raise RunLoadError(f"{checkpoint}: not a loadable checkpoint ({type(error).__name__})") from None
-        hparams = state.get("hyper_parameters", {})
-        if "model_config" not in hparams or "state_dict" not in state:
-            raise RunLoadError(f"{checkpoint}: not a checkpoint of this project (no model_config / state_dict)")
-        config = dict(hparams["model_config"])
+        config = dict(state["hyper_parameters"]["model_config"])
         try:
             tokenizer = TranslationTokenizer.load(tokenizer_folder)
-        except (OSError, ValueError) as error:
-            raise RunLoadError(f"{tokenizer_folder}: unusable tokenizer ({error})") from None
-        expected = hparams.get("tokenizer_sha256")
+        except Exception as error:  # noqa: BLE001 — tokenizers raises plain Exceptions on a corrupt file
+            raise RunLoadError(f"{tokenizer_folder / JOINT_FILE}: unusable tokenizer "
+                               f"({str(error).splitlines()[0][:120]})") from None
+        expected = state["hyper_parameters"].get("tokenizer_sha256")
         sizes = (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
-        if sizes != (config["src_vocab_size"], config["tgt_vocab_size"]) or (
+        if sizes != (config.get("src_vocab_size"), config.get("tgt_vocab_size")) or (
             expected and expected != tokenizer_fingerprint(tokenizer_folder)
         ):
             raise RunLoadError(
                 f"{tokenizer_folder / JOINT_FILE}: tokenizer does not match checkpoint {checkpoint} "
-                f"(vocabulary {sizes} vs {(config['src_vocab_size'], config['tgt_vocab_size'])})"
+                f"(vocabulary {sizes} vs {(config.get('src_vocab_size'), config.get('tgt_vocab_size'))})"
             )
-        model = Seq2SeqTransformer(**config)
-        weights = {k.removeprefix("model."): v for k, v in state["state_dict"].items()}
-        model.load_state_dict(weights)
+        try:
+            model = Seq2SeqTransformer(**config)
+            model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()})
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise RunLoadError(f"{checkpoint}: its weights do not fit its model_config "
+                               f"({str(error).splitlines()[0][:160]})") from None
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         target = torch.device(device)
@@ -96,16 +119,41 @@ class Translator:
     def max_source_tokens(self) -> int:
         return self.model.max_len
 
+    @property
+    def max_source_chars(self) -> int:
+        """Characters kept of a line before tokenizing: far more than fit the model, bounded memory."""
+        return 16 * self.model.max_len
+
     def _autocast(self):
         if self.device.type == "cuda":
             return torch.autocast("cuda", dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
-    def encode(self, texts: list[str]) -> tuple[list[list[int]], int]:
-        """Source ids, truncated to the model's length limit (EOS kept); also how many were cut."""
-        ids = self.tokenizer.encode_src(texts)
-        truncated = sum(len(seq) > self.max_source_tokens for seq in ids)
-        return [truncate_source(seq, self.max_source_tokens) for seq in ids], truncated
+    def encode(self, texts: list[str]) -> list[list[int]]:
+        """Source ids, truncated to the model's length limit (EOS kept); counted in ``self.truncated``."""
+        ids = self.tokenizer.encode_src([text[: self.max_source_chars] for text in texts])
+        self.truncated += sum(len(seq) > self.max_source_tokens for seq in ids)
+        return [truncate_source(seq, self.max_source_tokens) for seq in ids]
+
+    def translate_lines(self, lines: list[str], search: SearchConfig, batch_size: int = 64,
+                        attention_line: int | None = None) -> tuple[list[str], SentenceAttention | None]:
+        """Translate lines: empty ones stay empty, the rest go in length-sorted batches.
+
+        ``attention_line``: the line whose attention weights to return, from the same search
+        that produced its translation.
+        """
+        outputs, attention = [""] * len(lines), None
+        todo = [i for i, line in enumerate(lines) if line.strip()]
+        ids = self.encode([lines[i].strip() for i in todo])
+        order = sorted(range(len(todo)), key=lambda j: len(ids[j]))  # similar lengths batch together
+        for start in range(0, len(order), batch_size):
+            batch = order[start : start + batch_size]
+            wanted = tuple(k for k, j in enumerate(batch) if todo[j] == attention_line)
+            texts, maps = self.translate_ids([ids[j] for j in batch], search, wanted)
+            for j, text in zip(batch, texts):
+                outputs[todo[j]] = text
+            attention = maps[wanted[0]] if wanted else attention
+        return outputs, attention
 
     @torch.no_grad()
     def translate_ids(self, ids: list[list[int]], config: SearchConfig,

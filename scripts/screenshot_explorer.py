@@ -1,7 +1,7 @@
 """Open an attention explorer page in headless Chromium (networking off) and save a screenshot.
 
     python scripts/screenshot_explorer.py outputs/my_run/attention/explorer.html docs/explorer.png
-    python scripts/screenshot_explorer.py sky.html sky.png --kind encoder_self --query 2
+    python scripts/screenshot_explorer.py sky.html sky.png --kind encoder_self --query 2 --layer 1 --head 3
 
 Needs Debian's Chromium and its driver (``apt-get install chromium chromium-driver``) and
 ``pip install selenium``; no browser is downloaded. The page is opened from disk with a
@@ -57,6 +57,8 @@ def main() -> None:
     parser.add_argument("--kind", default="cross", choices=["encoder_self", "decoder_self", "cross"])
     parser.add_argument("--query", type=int, default=None, help="pin this query row (its weights are shown)")
     parser.add_argument("--sentence", type=int, default=0, help="which sentence of a run's page")
+    parser.add_argument("--layer", type=int, default=None, help="enlarge this layer (1 = first) ...")
+    parser.add_argument("--head", type=int, default=None, help="... and this head (1 = first)")
     args = parser.parse_args()
     driver = headless_chromium()
     try:
@@ -66,6 +68,9 @@ def main() -> None:
             const select = document.getElementById("sentence");
             select.value = sentence; select.dispatchEvent(new Event("change"));
             document.querySelector(`#kinds button[data-kind="${kind}"]`).click();""", args.sentence, args.kind)
+        if args.layer is not None and args.head is not None:
+            selector = f'#model-view canvas[data-layer="{args.layer - 1}"][data-head="{args.head - 1}"]'
+            driver.find_element("css selector", selector).click()
         if args.query is not None:
             driver.find_element("css selector", f'#detail th.q[data-q="{args.query}"]').click()
         save_full_page(driver, args.png)

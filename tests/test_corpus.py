@@ -1,5 +1,7 @@
 """data/corpus.py: locating and parsing the corpus, with every skipped line accounted for."""
 
+import threading
+import time
 import unicodedata
 import zipfile
 
@@ -77,3 +79,26 @@ def test_parse_counts_on_real_corpus(full_datamodule):
     lines = corpus.corpus_lines(full_datamodule._source_description()["corpus"])
     assert report.kept + report.skipped == len(lines) == 116_668
     assert parse_lines(lines[:5])[0][0] == ("Go.", "Ve.")
+
+
+def test_two_first_runs_download_once(tmp_path, monkeypatch):
+    monkeypatch.delenv(corpus.ENV_VAR, raising=False)
+    monkeypatch.setattr(corpus, "SHARED_COPY", tmp_path / "nothing.zip")
+    downloads = []
+
+    def slow_download(target, sha256):  # stands in for the network: writes the zip, slowly
+        downloads.append(target)
+        time.sleep(0.5)
+        with zipfile.ZipFile(target, "w") as z:
+            z.writestr("spa-eng/spa.txt", "Go.\tVe.\n")
+        return target
+
+    monkeypatch.setattr(corpus, "_download", slow_download)
+    found = []
+    threads = [threading.Thread(target=lambda: found.append(locate_corpus(None, cache_dir=tmp_path / "cache")))
+               for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(downloads) == 1 and found == [tmp_path / "cache" / "spa-eng.zip"] * 2

@@ -1,11 +1,15 @@
 """data/datamodule.py: cache reuse, batches, vocabulary hand-off, and a hub-style dataset."""
 
 import json
+import shutil
+import subprocess
+import sys
 
 import torch
 
 import data.datamodule as datamodule_module
 from data.datamodule import TranslationDataModule
+from data.tokenizer import tokenizer_fingerprint
 from helpers import small_corpus
 
 
@@ -72,3 +76,41 @@ def test_hub_dataset_through_the_same_pipeline(tmp_path):
     assert dm.report.kept == 200 and dm.report.skipped_empty == 1
     assert sum(len(s) for s in dm.splits.values()) == 200
     assert next(iter(dm.train_dataloader()))["src"].dtype == torch.long
+
+
+def test_a_damaged_cache_is_rebuilt_never_reused_with_another_tokenizer(tmp_path, caplog):
+    settings = dict(corpus_path=str(small_corpus(tmp_path)), cache_dir=str(tmp_path / "cache"), vocab_size=300,
+                    max_tokens=512)
+    first = TranslationDataModule(**settings)
+    first.setup()
+    folder = first.cache_dir()
+    train_ids = list(first.splits["train"]["src_ids"])
+    # 1. An unreadable token-id file: rebuilt, with a warning.
+    damaged = next(folder.glob("tokenized-train-*.arrow"))
+    damaged.write_bytes(b"not an arrow file")
+    again = TranslationDataModule(**settings)
+    with caplog.at_level("WARNING"):
+        again.setup()
+    assert "is unreadable" in caplog.text and list(again.splits["train"]["src_ids"]) == train_ids
+    # 2. Only the tokenizer removed: a new one is trained, and ids are made with it, not read from
+    #    the old files (their names carry the tokenizer's fingerprint).
+    shutil.rmtree(folder / "tokenizer")
+    old_files = {p.name for p in folder.glob("tokenized-*.arrow")}
+    (folder / "tokenizer").mkdir()  # left empty, as a half-deleted folder
+    rebuilt = TranslationDataModule(**settings)
+    rebuilt.setup()
+    fingerprint = tokenizer_fingerprint(folder / "tokenizer")[:16]
+    assert all(p.name.endswith(f"{fingerprint}.arrow") for p in folder.glob("tokenized-*.arrow") if p.name not in old_files)
+    assert rebuilt.splits["train"]["src_ids"][0] == rebuilt.tokenizer.encode_src([rebuilt.splits["train"]["src"][0]])[0]
+
+
+def test_two_processes_build_one_cache(tmp_path):
+    corpus, cache = small_corpus(tmp_path), tmp_path / "cache"
+    script = ("import sys, json; from data.datamodule import TranslationDataModule as D; "
+              f"d = D(corpus_path={str(corpus)!r}, cache_dir={str(cache)!r}, vocab_size=300, max_tokens=512); "
+              "d.setup(); print(json.dumps(list(d.splits['train']['src_ids'])))")
+    processes = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                 for _ in range(2)]
+    outputs = [p.communicate(timeout=300) for p in processes]
+    assert all(p.returncode == 0 for p in processes), outputs[0][1].decode()[-2000:]
+    assert json.loads(outputs[0][0]) == json.loads(outputs[1][0])

@@ -107,3 +107,16 @@ def test_the_page_in_a_real_browser(browser, smoke_run, tmp_path):
     assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
     save_full_page(browser, tmp_path / "explorer.png")
     assert (tmp_path / "explorer.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_model_without_cross_attention_shows_the_other_two_kinds(browser, tmp_path):
+    sentence = random_sentence()
+    sentence.maps.cross = []  # the cross_attention=false ablation
+    record = sentence_record(sentence, list("abcd"), list("xyz"), list("xyz"), "abcd", "xyz")
+    assert set(record["maps"]) == {"encoder_self", "decoder_self"}
+    page = write_explorer(tmp_path / "page.html", [{"label": "one", "sentences": [record]}], "no cross")
+    browser.get(page.resolve().as_uri())
+    tabs = [b.get_attribute("data-kind") for b in browser.find_elements("css selector", "#kinds button")]
+    assert tabs == ["encoder_self", "decoder_self"]
+    assert len(browser.find_elements("css selector", "#detail td")) == 4 * 4  # the first kind, encoder self
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []

@@ -46,8 +46,18 @@ def python_commands(script: str) -> list[list[str]]:
 
 @pytest.mark.parametrize("overrides", python_commands("train.py"), ids=lambda o: " ".join(o) or "default")
 def test_every_train_command_composes(overrides):
+    """A sweep (``-m a=1,2 b=x,y``) composes with every value of every swept key."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides([o for o in overrides if o != "-m" and not o.startswith("hydra.")])
+    values = [list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
+              for o in parsed]
+    assert ("-m" in overrides) == any(len(v) > 1 for v in values)  # a sweep says -m, and -m sweeps
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
-        compose(config_name="train", overrides=[o for o in overrides if not o.startswith("hydra.")])
+        for swept, choices in enumerate(values):
+            for choice in choices:
+                chosen = [c[0] if i != swept else choice for i, c in enumerate(values)]
+                compose(config_name="train", overrides=[f"{o.get_key_element()}={v}" for o, v in zip(parsed, chosen)])
 
 
 @pytest.mark.parametrize("args", [a for a in python_commands("translate.py") if "--help" not in a],

@@ -52,3 +52,11 @@ def test_too_long_example_is_a_clear_error():
 
 def test_pad_batch():
     assert pad_batch([[5, 6, 7], [8]], 0).tolist() == [[5, 6, 7], [8, 0, 0]]
+
+
+def test_every_rank_gets_the_same_number_of_batches_even_with_few_examples():
+    for n, replicas in ((3, 2), (1, 4), (5, 3), (7, 4)):
+        per_rank = [list(TokenBucketBatchSampler([5] * n, 100, shuffle=False, num_replicas=replicas, rank=r))
+                    for r in range(replicas)]
+        assert len({len(batches) for batches in per_rank}) == 1, (n, replicas)  # else DDP hangs
+        assert sorted({i for batches in per_rank for b in batches for i in b}) == list(range(n))

@@ -2,7 +2,9 @@
 
 import csv
 import importlib.util
+import logging
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -17,7 +19,8 @@ from data.datamodule import TranslationDataModule
 from helpers import ROOT, compose_train, explorer_data, run_train, train_in_process
 from model.search import SearchConfig
 from model.transformer import Seq2SeqTransformer
-from model.translation_module import TranslationModule
+from model.translation_module import NonFiniteLossError, TranslationModule
+from train import SettingsError
 
 PRESETS = [[], ["experiment=smoke"], ["experiment=gpu_base"], ["trainer=ddp"], ["logger=csv"],
            ["logger=tensorboard"], ["data=opus_books"]]
@@ -57,6 +60,11 @@ def test_unknown_key_fails_with_hydras_error():
     result = subprocess.run([os.sys.executable, "train.py", "model.d_modle=64"], cwd=ROOT, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode != 0 and "d_modle" in result.stderr
+    # A value that cannot work: one line from train.py, no traceback.
+    result = subprocess.run([os.sys.executable, "train.py", "model.num_heads=3"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("train.py: bad settings: model.d_model=256 is not")
 
 
 def read_losses(run_dir: Path) -> list[float]:
@@ -124,3 +132,72 @@ def test_ddp_with_two_cpu_processes(tmp_path, data_cache):
     run_train(run_dir, data_cache, "trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2",
               "logger=csv", "test=false", "trainer.max_steps=20", "trainer.val_check_interval=10")
     assert final_step(run_dir) == 20
+
+
+@pytest.mark.parametrize("override, message", [
+    ("model.num_heads=3", "not divisible by model.num_heads=3"),
+    ("data.max_sentence_len=500", "exceeds model.max_len=128"),
+    ("module.schedule.warmup_steps=0", "warmup_steps=0 must be"),
+    ("model.d_model=abc", "model.d_model='abc' must be"),
+    ("data.max_tokens=100", "cannot hold one pair"),
+])
+def test_bad_settings_are_refused_before_any_work(tmp_path, data_cache, override, message):
+    with pytest.raises(SettingsError, match=message):
+        train_in_process(tmp_path / "run", data_cache, override)
+    assert not (tmp_path / "run").exists()  # nothing built or written
+
+
+def test_a_run_folder_keeps_its_settings(smoke_run, tmp_path, data_cache):
+    run = tmp_path / "run"
+    shutil.copytree(smoke_run, run, ignore=shutil.ignore_patterns("wandb"))
+    before = {name: (run / name).read_bytes() for name in ("config.yaml", "tokenizer.json")}
+    for override, named in (("data.vocab_size=600", "data.vocab_size"), ("model.d_model=64", "model.d_model"),
+                            ("seed=7", "seed")):
+        with pytest.raises(SettingsError, match=f"holds a run with other settings.*{named}"):
+            train_in_process(run, data_cache, override)
+    assert {name: (run / name).read_bytes() for name in before} == before  # nothing overwritten
+
+
+@pytest.fixture
+def partial_run(tmp_path, data_cache) -> Path:
+    """30 of the smoke preset's 60 steps, as an interrupted run leaves its folder."""
+    run = tmp_path / "partial"
+    train_in_process(run, data_cache, "logger=csv", "test=false", "trainer.max_steps=30")
+    (run / "checkpoints" / "final.ckpt").unlink()
+    return run
+
+
+def test_a_moved_run_folder_resumes_without_version_suffixes(partial_run, tmp_path, data_cache):
+    moved = tmp_path / "moved"
+    partial_run.rename(moved)
+    train_in_process(moved, data_cache, "logger=csv", "test=false")
+    assert sorted(p.name for p in (moved / "checkpoints").glob("*.ckpt")) == ["best.ckpt", "final.ckpt", "last.ckpt"]
+    assert final_step(moved) == 60
+
+
+def test_a_truncated_last_checkpoint_is_skipped(partial_run, data_cache, caplog):
+    last = partial_run / "checkpoints" / "last.ckpt"
+    last.write_bytes(last.read_bytes()[:2000])  # a kill during a non-atomic write
+    with caplog.at_level(logging.INFO):
+        train_in_process(partial_run, data_cache, "logger=csv", "test=false")
+    assert "last.ckpt does not load" in caplog.text
+    assert f"resuming the interrupted run from {partial_run / 'checkpoints' / 'best.ckpt'}" in caplog.text
+    assert final_step(partial_run) == 60
+
+
+def test_a_non_finite_loss_stops_the_run_without_final_weights(tmp_path, data_cache, monkeypatch):
+    import model.translation_module as translation_module
+
+    real, calls = translation_module.label_smoothed_loss, []
+
+    def poisoned(logits, target, smoothing):  # the 25th training batch makes the loss NaN
+        loss, nll, accuracy = real(logits, target, smoothing)
+        calls.append(1)
+        return (loss * float("nan") if len(calls) == 25 else loss), nll, accuracy
+
+    monkeypatch.setattr(translation_module, "label_smoothed_loss", poisoned)
+    run = tmp_path / "nan"
+    with pytest.raises(NonFiniteLossError, match=r"nan at step 24.*no final.ckpt.*last good checkpoint: .*last.ckpt"):
+        train_in_process(run, data_cache, "logger=csv", "test=false")
+    assert not (run / "checkpoints" / "final.ckpt").exists()
+    assert torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 20

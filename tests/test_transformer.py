@@ -115,3 +115,40 @@ def test_tiny_model_learns_copy_and_reverse():
     correct = (out[:, :width] == tgt[:, :width]) & real[:, :width]
     accuracy = correct.sum().item() / real.sum().item()
     assert accuracy >= 0.99, accuracy
+
+
+def test_without_the_causal_mask_the_decoder_sees_the_future():
+    src, tgt = torch.randint(3, 20, (2, 5)), torch.randint(3, 20, (2, 6))
+    changed = tgt.clone()
+    changed[:, 4] = (tgt[:, 4] + 1 - 3) % 17 + 3  # a later target token changes
+    masked, cheating = tiny_model(), tiny_model(causal_decoder=False)
+    torch.testing.assert_close(masked(src, changed)[:, :4], masked(src, tgt)[:, :4])  # earlier outputs unmoved
+    assert not torch.allclose(cheating(src, changed)[:, :4], cheating(src, tgt)[:, :4], atol=1e-4)
+    # Search feeds one token at a time: the same model decodes causally all the same.
+    memory, cache = cheating.encode(src), cheating.new_cache()
+    steps = torch.cat([cheating.decode(tgt[:, t : t + 1], memory, src, cache) for t in range(6)], dim=1)
+    torch.testing.assert_close(steps, cheating.decode(tgt, memory, src), atol=1e-5, rtol=1e-5)
+
+
+def test_without_positions_the_encoder_sees_a_bag_of_words():
+    src = torch.tensor([[5, 6, 7, 8, 9, EOS]])
+    order = torch.tensor([3, 0, 5, 1, 4, 2])
+    bag = tiny_model(positional="none")
+    torch.testing.assert_close(bag.encode(src[:, order]), bag.encode(src)[:, order], atol=1e-5, rtol=1e-5)
+    ordered = tiny_model(positional="sinusoidal")
+    assert not torch.allclose(ordered.encode(src[:, order]), ordered.encode(src)[:, order], atol=1e-3)
+
+
+def test_heads_split_the_model_width_without_changing_its_size():
+    sizes = {heads: sum(p.numel() for p in tiny_model(d_model=32, num_heads=heads).parameters()) for heads in (1, 2, 4, 8)}
+    assert len(set(sizes.values())) == 1, sizes
+
+
+def test_without_cross_attention_the_decoder_ignores_the_source():
+    blind = tiny_model(cross_attention=False)
+    tgt = torch.randint(3, 20, (2, 6))
+    one, other = torch.randint(3, 20, (2, 5)), torch.randint(3, 20, (2, 7))
+    torch.testing.assert_close(blind(one, tgt), blind(other, tgt))
+    assert blind.attention_maps(one, tgt).cross == [] and all(layer.cross_attn is None for layer in blind.decoder_layers)
+    seeing = tiny_model()
+    assert not torch.allclose(seeing(one, tgt), seeing(torch.randint(3, 20, (2, 5)), tgt), atol=1e-4)

@@ -1,9 +1,12 @@
 """translate.py, the command line, on a smoke-trained run folder."""
 
+import select
 import shutil
+import signal
 import struct
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -58,7 +61,7 @@ def test_attention_image(smoke_run, tmp_path):
     assert result.returncode == 0, result.stderr.decode()
     # The picture's axes are the ids of the printed translation (the same search, in-process).
     translator = Translator.load(smoke_run)
-    ids, _ = translator.encode(["The sky is blue."])
+    ids = translator.encode(["The sky is blue."])
     texts, attention = translator.translate_ids(ids, SearchConfig(beam_size=2), attention_rows=(0,))
     assert result.stdout.decode() == texts[0] + "\n"
     n_src, n_out = len(attention[0].src_ids), len(attention[0].output_ids)
@@ -89,7 +92,7 @@ def test_attention_explorer_page_of_the_printed_translation(smoke_run, tmp_path,
     assert (sentence["source"], sentence["translation"]) == ("The sky is blue.", translation)
     # The tokens are the tokenizer's tokens of the ids the search output, for this translation.
     translator = Translator.load(smoke_run)
-    ids, _ = translator.encode(["The sky is blue."])
+    ids = translator.encode(["The sky is blue."])
     _, attention = translator.translate_ids(ids, SearchConfig(beam_size=beam_size), attention_rows=(0,))
     tok = translator.tokenizer
     assert sentence["outputs"] == tok.tgt_tokens(attention[0].output_ids)
@@ -98,3 +101,81 @@ def test_attention_explorer_page_of_the_printed_translation(smoke_run, tmp_path,
     model = translator.model
     assert [len(sentence["maps"][kind]) for kind in ("encoder_self", "decoder_self", "cross")] == [
         len(model.encoder_layers), len(model.decoder_layers), len(model.decoder_layers)]
+
+
+def test_output_naming_the_input_is_refused_and_nothing_is_lost(tmp_path):
+    source = tmp_path / "in.txt"
+    source.write_text("I like cats.\n")
+    (tmp_path / "link.txt").symlink_to(source)
+    for output in (source, tmp_path / "link.txt"):  # the same file, also through a link
+        result = translate("run=does-not-matter", f"input={source}", f"output={output}")
+        assert result.returncode != 0 and "is the input file" in result.stderr.decode()
+        assert result.stderr.decode().count("\n") == 1  # checked before the model loads: one line
+    assert source.read_text() == "I like cats.\n"
+
+
+def test_missing_folders_and_bad_sizes_are_one_line_before_loading(tmp_path):
+    for args, message in (([f"output={tmp_path / 'no' / 'out.txt'}"], "output folder"),
+                          ([f"attention={tmp_path / 'no' / 'a.html'}", "Hi."], "attention folder"),
+                          (["batch_size=0", "Hi."], "batch_size"), (["beam_size=0", "Hi."], "beam_size")):
+        result = translate("run=does-not-matter", *args)
+        stderr = result.stderr.decode()
+        assert result.returncode != 0 and message in stderr and stderr.count("\n") == 1, stderr
+
+
+def test_a_failed_run_never_replaces_a_good_output(smoke_run, tmp_path):
+    good = tmp_path / "out.txt"
+    good.write_text("an earlier good translation\n")
+    process = subprocess.Popen([sys.executable, str(ROOT / "translate.py"), f"run={smoke_run}", f"output={good}",
+                                "beam_size=1", "chunk_size=1"], cwd=ROOT, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdin.write(b"I like cats.\n")
+    process.stdin.flush()
+    partial = tmp_path / "out.txt.partial"
+    deadline = time.time() + 120
+    while (not partial.is_file() or not partial.read_text()) and time.time() < deadline:
+        time.sleep(0.1)
+    process.send_signal(signal.SIGINT)  # Ctrl-C
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr.decode()
+    assert "Traceback" not in stderr.decode() and "interrupted after 1 line(s)" in stderr.decode()
+    assert good.read_text() == "an earlier good translation\n"  # untouched
+    assert partial.read_text().count("\n") == 1  # what was translated is kept
+
+
+def test_typed_lines_are_answered_at_once(smoke_run):
+    process = subprocess.Popen([sys.executable, str(ROOT / "translate.py"), f"run={smoke_run}", "beam_size=1"],
+                               cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for sentence in (b"I like cats.\n", b"Where is the station?\n"):
+            process.stdin.write(sentence)
+            process.stdin.flush()  # ... and wait, as a person at a terminal does
+            ready, _, _ = select.select([process.stdout], [], [], 120)
+            assert ready and process.stdout.readline().endswith(b"\n")
+    finally:
+        process.stdin.close()
+    assert process.wait(timeout=60) == 0
+
+
+def test_a_closed_pipe_ends_quietly(smoke_run):
+    process = subprocess.Popen([sys.executable, str(ROOT / "translate.py"), f"run={smoke_run}", "beam_size=1",
+                                "chunk_size=1"], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    process.stdin.write(b"Hello.\n" * 3)
+    process.stdin.flush()
+    process.stdout.readline()
+    process.stdout.close()  # `… | head -1`
+    _, stderr = process.communicate(b"More lines.\n" * 200, timeout=120)
+    assert process.returncode == 0 and b"Traceback" not in stderr, stderr.decode()
+
+
+def test_a_huge_line_without_newlines_is_cut_with_one_warning(smoke_run, tmp_path):
+    source = tmp_path / "huge.txt"
+    with open(source, "wb") as f:  # 8 MB, no newline at all
+        for _ in range(8):
+            f.write(b"words " * 174763)
+    result = translate(f"run={smoke_run}", f"input={source}", "beam_size=1")
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.decode().count("\n") == 1  # one line in, one line out
+    stderr = result.stderr.decode()
+    assert stderr.count("were cut there") == 1 and stderr.count("truncated") == 1

@@ -49,7 +49,7 @@ def test_checkpoints_load_without_unpickling_objects(smoke_run, tmp_path):
 def test_beam_never_below_greedy_on_trained_run(smoke_run):
     translator = Translator.load(smoke_run)
     tok = translator.tokenizer
-    ids, _ = translator.encode(SENTENCES)
+    ids = translator.encode(SENTENCES)
     src = pad_batch(ids, tok.pad_id)
     greedy = greedy_decode(translator.model, src, tok.bos_id, tok.eos_id)
     one, _ = beam_search(translator.model, src, tok.bos_id, tok.eos_id, beam_size=1)
@@ -64,7 +64,7 @@ def test_beam_never_below_greedy_on_trained_run(smoke_run):
 def test_attention_belongs_to_the_ids_that_were_output(smoke_run, beam_size):
     translator = Translator.load(smoke_run)
     tok = translator.tokenizer
-    ids, _ = translator.encode(SENTENCES)
+    ids = translator.encode(SENTENCES)
     texts, attention = translator.translate_ids(ids, SearchConfig(beam_size=beam_size), attention_rows=(1, 3))
     assert sorted(attention) == [1, 3]
     for row in (1, 3):
@@ -81,7 +81,52 @@ def test_attention_belongs_to_the_ids_that_were_output(smoke_run, beam_size):
 
 
 def test_encode_truncates_long_sources_keeping_eos(smoke_run):
+    # A million characters are cut before tokenizing (bounded time and memory), then to max_len tokens.
     translator = Translator.load(smoke_run)
-    ids, truncated = translator.encode(["word " * 400, "Short."])
-    assert truncated == 1 and len(ids[0]) == translator.max_source_tokens
+    ids = translator.encode(["word " * 400, "Short.", "x" * 10**6])
+    assert translator.truncated == 2 and len(ids[0]) == len(ids[2]) == translator.max_source_tokens
     assert ids[0][-1] == translator.tokenizer.eos_id and len(ids[1]) < 10
+
+
+def copy_run(smoke_run, folder):
+    shutil.copytree(smoke_run, folder, ignore=shutil.ignore_patterns("wandb", "attention", "csv"))
+    return folder
+
+
+def test_damaged_files_are_one_line_naming_the_file(smoke_run, tmp_path):
+    run = copy_run(smoke_run, tmp_path / "run")
+    final = run / "checkpoints" / "final.ckpt"
+    (run / "tokenizer.json").write_text('{"truncated": ')
+    with pytest.raises(RunLoadError, match=r"tokenizer\.json: unusable tokenizer") as error:
+        Translator.load(final)
+    assert "\n" not in str(error.value)
+    shutil.copy(smoke_run / "tokenizer.json", run / "tokenizer.json")
+    torch.save([1, 2, 3], tmp_path / "list.ckpt")  # a checkpoint that is not a dict
+    with pytest.raises(RunLoadError, match="list.ckpt: not a checkpoint of this project"):
+        Translator.load(tmp_path / "list.ckpt")
+    state = torch.load(final, weights_only=True)
+    state["hyper_parameters"]["model_config"]["d_model"] = 64  # weights that do not fit their config
+    torch.save(state, run / "checkpoints" / "misfit.ckpt")
+    with pytest.raises(RunLoadError, match=r"misfit.ckpt: its weights do not fit its model_config") as error:
+        Translator.load(run / "checkpoints" / "misfit.ckpt")
+    assert "\n" not in str(error.value)
+
+
+def test_a_broken_or_diverged_final_checkpoint_falls_back(smoke_run, tmp_path, caplog):
+    run = copy_run(smoke_run, tmp_path / "run")
+    final = run / "checkpoints" / "final.ckpt"
+    final.write_bytes(final.read_bytes()[:5000])  # truncated
+    with caplog.at_level("WARNING"):
+        translator = Translator.load(run)
+    assert "final.ckpt: not a loadable checkpoint" in caplog.text
+    expected = torch.load(run / "checkpoints" / "best.ckpt", weights_only=True)["state_dict"]
+    torch.testing.assert_close(translator.model.output.weight, expected["model.output.weight"])
+    state = torch.load(smoke_run / "checkpoints" / "final.ckpt", weights_only=True)
+    state["state_dict"]["model.output.weight"][0, 0] = float("nan")  # a diverged run's weights
+    torch.save(state, final)
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        Translator.load(run)
+    assert "final.ckpt: weights are not finite" in caplog.text
+    with pytest.raises(RunLoadError, match="weights are not finite"):
+        Translator.load(final)  # named explicitly: refused, never used

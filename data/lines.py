@@ -1,0 +1,77 @@
+"""Text lines from a file or a pipe, safely: bounded memory, valid text, no waiting on a typist.
+
+``LineReader`` reads a byte stream in blocks and yields lines as text:
+
+- a line longer than ``max_bytes`` is cut there (the rest, up to its newline, is skipped),
+  so a multi-GB input without newlines needs no more memory than one block;
+- invalid UTF-8 is replaced with U+FFFD;
+- ``waiting()`` tells whether more input is at hand right now: a terminal or a pipe whose
+  writer is waiting says no, so a caller can translate each typed line at once, while a
+  file says yes and keeps its large batches.
+
+Counts of cut lines and replaced bytes are kept for one warning each, at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+from collections.abc import Iterator
+from typing import BinaryIO
+
+
+class LineReader:
+    """Lines of ``stream`` as text, each at most ``max_bytes`` long (see the module docstring)."""
+
+    def __init__(self, stream: BinaryIO, max_bytes: int = 1 << 16, block: int = 1 << 16) -> None:
+        self.stream, self.fd = stream, stream.fileno()  # the stream is kept: its fd lives as long
+        self.max_bytes, self.block = max_bytes, block
+        self.buffer = bytearray()
+        self.cut_lines = 0  # lines longer than max_bytes
+        self.invalid_lines = 0  # lines with bytes that are not UTF-8
+        self._skipping = False  # inside the rest of a cut line
+        self._eof = False
+
+    def waiting(self) -> bool:
+        """True if a line can be returned now without blocking on the input."""
+        if b"\n" in self.buffer or self._eof:
+            return True
+        try:
+            return bool(select.select([self.fd], [], [], 0)[0])
+        except (OSError, ValueError):  # not selectable (e.g. some Windows handles): assume a file
+            return True
+
+    def _fill(self) -> None:
+        data = os.read(self.fd, self.block)
+        if data:
+            self.buffer += data
+        else:
+            self._eof = True
+
+    def __iter__(self) -> Iterator[str]:
+        while True:
+            newline = self.buffer.find(b"\n")
+            if newline < 0 and not self._eof and len(self.buffer) <= self.max_bytes:
+                self._fill()
+                continue
+            if newline < 0 and not self.buffer:  # end of input
+                return
+            end = newline if 0 <= newline else len(self.buffer)
+            raw, rest = bytes(self.buffer[:end]), self.buffer[end + 1 :] if 0 <= newline else bytearray()
+            self.buffer = bytearray(rest)
+            if self._skipping:  # the tail of a line that was already cut and yielded
+                self._skipping = newline < 0
+                continue
+            if len(raw) > self.max_bytes:
+                cut = self.max_bytes
+                while cut > 0 and raw[cut] & 0xC0 == 0x80:  # never split a character
+                    cut -= 1
+                raw, self._skipping = raw[:cut], newline < 0
+                self.cut_lines += 1
+            yield self._decode(raw)
+
+    def _decode(self, raw: bytes) -> str:
+        text = raw.decode("utf-8", errors="replace").rstrip("\r")
+        if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
+            self.invalid_lines += 1
+        return text

@@ -1,0 +1,169 @@
+"""Compare training runs side by side: one table (Markdown + CSV) and one plot of validation BLEU.
+
+    python scripts/compare_runs.py multirun/2026-11-30_08-20-00           # every run of a sweep
+    python scripts/compare_runs.py outputs/default_run outputs/my_run --out /tmp/compare
+    python scripts/compare_runs.py multirun/... --wandb                    # also a wandb Table
+
+A run is a folder made by ``train.py`` (it holds ``config.yaml``); a sweep folder holds runs.
+Columns: the variant (the settings that differ between the runs), parameters, optimizer steps,
+median training tokens/s, best validation BLEU and chrF, test BLEU (``test_metrics.json``),
+and training minutes. Writes ``comparison.md``, ``comparison.csv`` and ``val_bleu.png``
+(validation BLEU against training time) to ``--out`` (default: the first folder given).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import statistics
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+COLUMNS = ["variant", "params (M)", "steps", "tokens/s", "best val BLEU", "best val chrF", "test BLEU", "minutes"]
+
+
+def find_runs(folders: list[Path]) -> list[Path]:
+    """Run folders (holding ``config.yaml``) given directly or found below sweep folders."""
+    runs = []
+    for folder in folders:
+        found = [folder] if (folder / "config.yaml").is_file() else sorted(
+            p.parent for p in folder.rglob("config.yaml") if p.parent.name != ".hydra")
+        runs += [run for run in found if run not in runs]
+    return runs
+
+
+def flatten(config: dict, prefix: str = "") -> dict[str, object]:
+    """{"model": {"d_model": 256}} -> {"model.d_model": 256}."""
+    flat = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            flat |= flatten(value, f"{prefix}{key}.")
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+IGNORED = ("paths.", "data.cache_dir", "ckpt_path", "logger.", "callbacks.", "hydra.")
+
+
+def variants(configs: list[dict], overrides: list[list[str]] | None = None) -> list[str]:
+    """For each run, what differs between the runs: the command-line overrides that not every run
+    shares (Hydra's ``.hydra/overrides.yaml``), else the settings; all equal: empty."""
+    if overrides is not None:
+        differing = [[o for o in own if not o.startswith("hydra.") and not all(o in other for other in overrides)]
+                     for own in overrides]
+        if any(differing):
+            return [" ".join(d) for d in differing]
+    flats = [flatten(c) for c in configs]
+    keys = sorted({k for f in flats for k in f if not k.startswith(IGNORED)})
+    differing = [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1]
+    return [" ".join(f"{k}={f.get(k)}" for k in differing) for f in flats]
+
+
+def read_metrics(run: Path) -> list[dict[str, float]]:
+    """Rows of the run's ``metrics.csv`` (CSVLogger), values as floats, empty cells dropped."""
+    rows = []
+    for path in sorted(run.glob("csv/version_*/metrics.csv")):
+        with open(path, encoding="utf-8") as f:
+            rows += [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(f)]
+    return rows
+
+
+def summarize(run: Path, variant: str) -> tuple[dict[str, object], list[tuple[float, float]]]:
+    """One table row, and the (minutes, validation BLEU) curve of ``run``."""
+    config = OmegaConf.to_container(OmegaConf.load(run / "config.yaml"))
+    rows = read_metrics(run)
+    steps = final_step(run) or int(max((r["step"] for r in rows if "step" in r), default=-1)) + 1
+    speeds = [r["train/tokens_per_s"] for r in rows if "train/tokens_per_s" in r and r.get("step", 0) >= 30]
+    val = [(r["step"] + 1, r["val/bleu"], r.get("val/chrf", float("nan"))) for r in rows if "val/bleu" in r]
+    ends = [p.stat().st_mtime for p in (run / "checkpoints").glob("*.ckpt")]
+    minutes = (max(ends) - (run / "config.yaml").stat().st_mtime) / 60 if ends else float("nan")
+    test = json.loads((run / "test_metrics.json").read_text()) if (run / "test_metrics.json").is_file() else {}
+    row = {
+        "variant": variant or run.name,
+        "params (M)": round(parameter_count(config["model"]) / 1e6, 2),
+        "steps": steps,
+        "tokens/s": round(statistics.median(speeds)) if speeds else "",
+        "best val BLEU": round(max(b for _, b, _ in val), 1) if val else "",
+        "best val chrF": round(max(c for _, _, c in val), 1) if val else "",
+        "test BLEU": round(test["bleu"], 1) if "bleu" in test else "",
+        "minutes": round(minutes, 1),
+    }
+    per_step = minutes / steps if steps else 0.0  # no wall clock per row in metrics.csv: spread evenly
+    return row, [(step * per_step, bleu) for step, bleu, _ in val]
+
+
+def final_step(run: Path) -> int | None:
+    """Optimizer steps of a finished run (its ``final.ckpt``), None if it has none."""
+    import torch
+
+    final = run / "checkpoints" / "final.ckpt"
+    return torch.load(final, map_location="cpu", weights_only=True)["global_step"] if final.is_file() else None
+
+
+def parameter_count(model_config: dict) -> int:
+    """Parameters of the model a run's config describes (built on the meta device: no memory, no time)."""
+    import torch
+
+    from model.transformer import Seq2SeqTransformer
+
+    with torch.device("meta"):
+        model = Seq2SeqTransformer(**{k: v for k, v in model_config.items() if k != "_target_"})
+    return sum(p.numel() for p in model.parameters())
+
+
+def markdown(rows: list[dict[str, object]]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(str(row[c]) for c in COLUMNS) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def plot(curves: dict[str, list[tuple[float, float]]], path: Path) -> None:
+    from model.plotting import plt, save_figure
+
+    fig, ax = plt.subplots(figsize=(9, 5.5), dpi=80, layout="constrained")
+    for label, curve in curves.items():
+        if curve:
+            short = label if len(label) <= 70 else label[:67] + "..."
+            ax.plot([m for m, _ in curve], [b for _, b in curve], marker="o", markersize=3, label=short)
+    ax.set_xlabel("training minutes")
+    ax.set_ylabel("validation BLEU (greedy)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    save_figure(fig, path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folders", nargs="+", type=Path, help="run folders or sweep folders")
+    parser.add_argument("--out", type=Path, default=None, help="where to write the table and plot")
+    parser.add_argument("--wandb", action="store_true", help="also log the table to wandb (WANDB_MODE applies)")
+    args = parser.parse_args()
+    runs = find_runs(args.folders)
+    if not runs:
+        raise SystemExit(f"compare_runs.py: no run folder (with config.yaml) in {', '.join(map(str, args.folders))}")
+    configs = [OmegaConf.to_container(OmegaConf.load(run / "config.yaml")) for run in runs]
+    overrides = [run / ".hydra" / "overrides.yaml" for run in runs]
+    given = [list(OmegaConf.load(p)) for p in overrides] if all(p.is_file() for p in overrides) else None
+    summaries = [summarize(run, variant) for run, variant in zip(runs, variants(configs, given))]
+    rows = [row for row, _ in summaries]
+    out = args.out or args.folders[0]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "comparison.md").write_text(markdown(rows), encoding="utf-8")
+    with open(out / "comparison.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    plot({row["variant"]: curve for row, curve in summaries}, out / "val_bleu.png")
+    if args.wandb:
+        import wandb
+
+        with wandb.init(project="attention-from-scratch", job_type="comparison", dir=str(out)) as run:
+            run.log({"comparison": wandb.Table(columns=COLUMNS, data=[[row[c] for c in COLUMNS] for row in rows])})
+    print(markdown(rows) + f"\nwritten: {out / 'comparison.md'}, {out / 'comparison.csv'}, {out / 'val_bleu.png'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""model/checkpoints.py: atomic checkpoint writes, and a resume point that is known to load."""
+
+import logging
+
+import pytest
+import torch
+
+import model.checkpoints as checkpoints
+from model.checkpoints import AtomicCheckpointIO, loads, resume_point
+
+
+def checkpoint(step: int, value: float = 1.0) -> dict:
+    return {"state_dict": {"model.w": torch.full((3,), value)}, "global_step": step}
+
+
+def test_a_write_killed_midway_leaves_the_old_checkpoint(tmp_path, monkeypatch):
+    target = tmp_path / "checkpoints" / "last.ckpt"
+    io = AtomicCheckpointIO()
+    io.save_checkpoint(checkpoint(100), target)
+    real_save = torch.save
+
+    def dies_halfway(obj, f):  # the process dies while torch.save is writing
+        real_save(obj, f)
+        f.truncate(10)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(checkpoints.torch, "save", dies_halfway)
+    with pytest.raises(KeyboardInterrupt):
+        io.save_checkpoint(checkpoint(200), target)
+    assert torch.load(target, weights_only=True)["global_step"] == 100  # the old one, whole
+    assert loads(target) and not loads(target.with_name(".last.ckpt.partial"))
+
+
+def test_resume_point_skips_broken_checkpoints(tmp_path, caplog):
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    assert resume_point(tmp_path) is None  # a new run
+    torch.save(checkpoint(100), folder / "best.ckpt")
+    (folder / "last.ckpt").write_bytes(b"PK\x03\x04 truncated by a kill")
+    with caplog.at_level(logging.WARNING):
+        assert resume_point(tmp_path) == folder / "best.ckpt"
+    assert "last.ckpt does not load" in caplog.text
+    torch.save(checkpoint(200, float("nan")), folder / "last.ckpt")  # diverged weights are no resume point
+    assert resume_point(tmp_path) == folder / "best.ckpt"
+    (folder / "best.ckpt").write_bytes(b"")
+    assert resume_point(tmp_path) is None  # nothing usable: start afresh

@@ -1,0 +1,56 @@
+"""Hydra sweeps (python train.py -m ...) and scripts/compare_runs.py on their runs."""
+
+import csv
+import subprocess
+import sys
+
+import pytest
+from omegaconf import OmegaConf
+
+from helpers import ROOT, compose_train
+from scripts.compare_runs import find_runs, variants
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory, data_cache):
+    """Two smoke runs of one sweep, as a user starts them: one command, Hydra's multirun."""
+    folder = tmp_path_factory.mktemp("sweeps") / "positions"
+    command = [sys.executable, "train.py", "-m", "experiment=smoke", "model.positional=sinusoidal,none",
+               f"hydra.sweep.dir={folder}", f"data.cache_dir={data_cache}"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return folder
+
+
+def test_a_sweep_lands_in_one_folder_and_one_wandb_group(sweep):
+    runs = find_runs([sweep])
+    assert [run.name for run in runs] == ["0", "1"]
+    configs = [OmegaConf.load(run / "config.yaml") for run in runs]
+    assert [c.model.positional for c in configs] == ["sinusoidal", "none"]
+    assert {c.logger.wandb.group for c in configs} == {str(sweep)}
+    assert all((run / "test_metrics.json").is_file() and list(run.glob("wandb/offline-run-*")) for run in runs)
+
+
+def test_compare_runs_makes_the_table_and_the_plot(sweep, tmp_path):
+    result = subprocess.run([sys.executable, "scripts/compare_runs.py", str(sweep), "--out", str(tmp_path)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    with open(tmp_path / "comparison.csv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["variant"] for r in rows] == ["model.positional=sinusoidal", "model.positional=none"]
+    assert all(r["steps"] == "60" and float(r["params (M)"]) > 0 and r["test BLEU"] != "" for r in rows)
+    # No positions, no position table: the learned-free sinusoidal table is a buffer, so equal sizes.
+    assert rows[0]["params (M)"] == rows[1]["params (M)"]
+    assert "| model.positional=none |" in (tmp_path / "comparison.md").read_text()
+    assert (tmp_path / "val_bleu.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_variants_name_only_what_differs():
+    configs = [{"model": {"d_model": 32, "num_heads": h}, "paths": {"output_dir": f"/x/{h}"}} for h in (1, 8)]
+    assert variants(configs) == ["model.num_heads=1", "model.num_heads=8"]
+
+
+def test_ablation_preset_and_slurm_launcher_compose():
+    cfg = compose_train("experiment=ablation", "model.causal_decoder=false", "model.cross_attention=false",
+                        "model.positional=none", "hydra/launcher=submitit_slurm")
+    assert (cfg.model.d_model, cfg.trainer.max_steps, cfg.model.causal_decoder) == (128, 450, False)
