@@ -177,4 +177,7 @@ def report(translator, reader) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # Ctrl-C while the model loads: nothing was written yet
+        sys.exit(130)
