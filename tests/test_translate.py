@@ -126,9 +126,12 @@ def test_missing_folders_and_bad_sizes_are_one_line_before_loading(tmp_path):
 def test_a_failed_run_never_replaces_a_good_output(smoke_run, tmp_path):
     good = tmp_path / "out.txt"
     good.write_text("an earlier good translation\n")
+    # A background job of a non-interactive shell (as CI may be) inherits SIGINT ignored: give the
+    # child the default disposition, as a terminal's foreground process has.
     process = subprocess.Popen([sys.executable, str(ROOT / "translate.py"), f"run={smoke_run}", f"output={good}",
                                 "beam_size=1", "chunk_size=1"], cwd=ROOT, stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     process.stdin.write(b"I like cats.\n")
     process.stdin.flush()
     partial = tmp_path / "out.txt.partial"
