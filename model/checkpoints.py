@@ -41,7 +41,12 @@ def loads(path: Path) -> bool:
         return False
     if not isinstance(state, dict) or "state_dict" not in state or "global_step" not in state:
         return False
-    return all(torch.isfinite(w).all() for w in state["state_dict"].values() if w.is_floating_point())
+    return finite_weights(state["state_dict"])
+
+
+def finite_weights(state_dict: dict[str, torch.Tensor]) -> bool:
+    """True if no floating-point tensor of ``state_dict`` holds a NaN or an inf (a diverged run's do)."""
+    return all(torch.isfinite(w).all() for w in state_dict.values() if w.is_floating_point())
 
 
 def resume_point(run_dir: Path) -> Path | None:

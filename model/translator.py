@@ -17,6 +17,7 @@ import torch
 
 from data.sampler import pad_batch
 from data.tokenizer import JOINT_FILE, SRC_FILE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
+from model.checkpoints import finite_weights
 from model.explorer import sentence_record, write_explorer
 from model.plotting import ATTENTION_TITLES, attention_figures, save_figure
 from model.search import SearchConfig, SentenceAttention, search
@@ -40,7 +41,7 @@ def read_checkpoint(path: Path) -> dict:
     hparams = state.get("hyper_parameters") if isinstance(state, dict) else None
     if not isinstance(hparams, dict) or "model_config" not in hparams or "state_dict" not in state:
         raise RunLoadError(f"{path}: not a checkpoint of this project (no model_config / state_dict)")
-    if not all(torch.isfinite(w).all() for w in state["state_dict"].values() if w.is_floating_point()):
+    if not finite_weights(state["state_dict"]):
         raise RunLoadError(f"{path}: weights are not finite (NaN or inf): the training diverged")
     return state
 
