@@ -33,6 +33,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from data.tokenizer import tokenizer_fingerprint
 from model.checkpoints import AtomicCheckpointIO, resume_point
 from model.precision import choose_precision
+from model.schedule import DECAYS
 from model.translation_module import NonFiniteLossError
 
 log = logging.getLogger("train")
@@ -54,6 +55,9 @@ def check_config(cfg: DictConfig) -> None:
                  if isinstance(v, bool) or not isinstance(v, int) or v < 1]
     if not isinstance(model.dropout, (int, float)) or not 0 <= model.dropout < 1:
         problems.append(f"model.dropout={model.dropout!r} must be in [0, 1)")
+    decay = cfg.module.schedule.get("decay", "linear")
+    if decay not in DECAYS:
+        problems.append(f"module.schedule.decay={decay!r} must be one of {', '.join(DECAYS)}")
     if not problems:
         if model.d_model % model.num_heads:
             problems.append(f"model.d_model={model.d_model} is not divisible by model.num_heads={model.num_heads}")

@@ -68,6 +68,7 @@ class TranslationDataModule(L.LightningDataModule):
         max_sentence_len: int = 128,
         limit_pairs: int | None = None,
         num_workers: int = 0,
+        pin_memory: bool = False,
     ) -> None:
         super().__init__()
         self.save_hyperparameters(logger=False)
@@ -221,7 +222,11 @@ class TranslationDataModule(L.LightningDataModule):
         )
         # The sampler yields positions in ``rows``; the loader turns them into row indices.
         collate = Collator(src_ids, tgt_ids, **self.special_ids)
-        return DataLoader(rows, batch_sampler=sampler, collate_fn=collate, num_workers=self.hparams.num_workers)
+        workers = self.hparams.num_workers
+        # pin_memory: page-locked batches copy to a GPU asynchronously; persistent workers skip a
+        # restart at every epoch and validation.
+        return DataLoader(rows, batch_sampler=sampler, collate_fn=collate, num_workers=workers,
+                          pin_memory=self.hparams.pin_memory, persistent_workers=workers > 0)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", shuffle=True, rows=self._train_rows)

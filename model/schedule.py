@@ -1,23 +1,74 @@
-"""Learning-rate schedules: step -> multiplier of the peak learning rate (for ``LambdaLR``)."""
+"""Learning-rate schedules: (step, progress) -> multiplier of the peak learning rate.
+
+``step`` counts optimizer updates; ``progress`` is the share of the training budget spent,
+0 → 1 (elapsed time over ``trainer.max_time``, or steps over ``trainer.max_steps``; the
+module measures it), or ``None`` when the run has no budget.
+
+A run that stops on a clock should spend its last minutes at a small learning rate: the
+weights it ends with are then the settled ones, not a snapshot of a noisy walk. So the
+default decays in *elapsed time*, reaching zero exactly when the time is up, however many
+steps this machine manages:
+
+    warm-up (steps)   decay (share of the budget)
+    /‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾╲___ 0 at progress 1
+"""
 
 from __future__ import annotations
 
 import math
 from typing import Callable
 
+Schedule = Callable[[int, "float | None"], float]
+DECAYS = ("linear", "cosine", "inverse_sqrt")
 
-def inverse_sqrt_schedule(warmup_steps: int) -> Callable[[int], float]:
-    """Linear warm-up to 1 over ``warmup_steps``, then 1/√step decay (Vaswani et al., 2017).
 
-    >>> factor = inverse_sqrt_schedule(100)
-    >>> factor(50), factor(100), factor(400)
-    (0.5, 1.0, 0.5)
-    """
+def _check_warmup(warmup_steps: int) -> None:
     if warmup_steps < 1:
         raise ValueError(f"warmup_steps must be at least 1, got {warmup_steps}")
 
-    def factor(step: int) -> float:
+
+def inverse_sqrt_schedule(warmup_steps: int) -> Schedule:
+    """Linear warm-up to 1 over ``warmup_steps``, then 1/√step decay (Vaswani et al., 2017).
+
+    Ignores the budget: it never reaches zero.
+
+    >>> factor = inverse_sqrt_schedule(100)
+    >>> factor(50, None), factor(100, None), factor(400, 0.9)
+    (0.5, 1.0, 0.5)
+    """
+    _check_warmup(warmup_steps)
+
+    def factor(step: int, progress: float | None = None) -> float:
         step = max(step, 1)
         return min(step / warmup_steps, math.sqrt(warmup_steps / step))
+
+    return factor
+
+
+def budget_schedule(warmup_steps: int, decay: str = "linear", final: float = 0.0) -> Schedule:
+    """Linear warm-up over ``warmup_steps``, times a decay from 1 to ``final`` over the budget.
+
+    ``decay``: "linear" (1 - p) or "cosine" (½(1 + cos πp)), where p is the progress, or
+    "inverse_sqrt" (``inverse_sqrt_schedule``, budget ignored). Without a budget (progress
+    ``None``) every decay falls back to the inverse-square-root one.
+
+    >>> factor = budget_schedule(100)
+    >>> factor(50, 0.0), factor(100, 0.0), factor(1000, 0.5), factor(2000, 1.0)
+    (0.5, 1.0, 0.5, 0.0)
+    """
+    _check_warmup(warmup_steps)
+    if decay not in DECAYS:
+        raise ValueError(f"decay must be one of {', '.join(DECAYS)}, got {decay!r}")
+    if not 0.0 <= final <= 1.0:
+        raise ValueError(f"final must be between 0 and 1, got {final}")
+    fallback = inverse_sqrt_schedule(warmup_steps)
+
+    def factor(step: int, progress: float | None = None) -> float:
+        if progress is None or decay == "inverse_sqrt":
+            return fallback(step)
+        p = min(max(progress, 0.0), 1.0)
+        shape = 1.0 - p if decay == "linear" else 0.5 * (1.0 + math.cos(math.pi * p))
+        warmup = min(max(step, 1) / warmup_steps, 1.0)
+        return warmup * (final + (1.0 - final) * shape)
 
     return factor

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import lightning as L
+from lightning.pytorch.callbacks import Timer
 import torch
 import torch.distributed as dist
 from torch import Tensor
@@ -22,6 +23,7 @@ from model.attention_stats import attention_statistics
 from model.explorer import read_steps, sentence_record, write_explorer
 from model.metrics import Scores, corpus_scores
 from model.plotting import attention_figures, save_figure
+from model.schedule import Schedule
 from model.search import SearchConfig, SentenceAttention, search
 from model.transformer import Seq2SeqTransformer
 
@@ -51,7 +53,7 @@ class TranslationModule(L.LightningModule):
         self,
         model: Seq2SeqTransformer,
         optimizer: Callable[..., torch.optim.Optimizer],
-        schedule: Callable[[int], float],
+        schedule: Schedule,
         search: SearchConfig = SearchConfig(),
         label_smoothing: float = 0.1,
         val_bleu_samples: int = 500,
@@ -107,9 +109,29 @@ class TranslationModule(L.LightningModule):
         self.log_dict(metrics, on_step=True, batch_size=1)
         return loss
 
+    def training_progress(self) -> float | None:
+        """Share of the training budget spent, 0 → 1: elapsed time over ``trainer.max_time`` or
+        steps over ``trainer.max_steps``, whichever is further; ``None`` without a budget."""
+        trainer = self._trainer  # None outside a Trainer (where self.trainer would raise)
+        if trainer is None:
+            return None
+        shares = []
+        timer = next((c for c in trainer.callbacks if isinstance(c, Timer)), None)
+        if timer is not None and timer.time_remaining() is not None:
+            elapsed = timer.time_elapsed("train")  # continues across a resume (the Timer's state)
+            shares.append(elapsed / max(elapsed + timer.time_remaining(), 1e-9))
+        if trainer.max_steps > 0:
+            shares.append(self.global_step / trainer.max_steps)
+        if not shares:
+            return None
+        # Every rank must use the same learning rate, or the replicas' weights drift apart.
+        return trainer.strategy.broadcast(min(max(shares), 1.0))
+
     def configure_optimizers(self) -> dict[str, Any]:
         optimizer = self.optimizer_factory(self.model.parameters())
-        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, self.schedule)
+        # Called after every update with the next step's number; the progress is read then.
+        schedule = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: self.schedule(step, self.training_progress()))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
     # -- validation: loss + greedy BLEU on a fixed subset + attention maps; test: beam ----

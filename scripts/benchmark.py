@@ -1,78 +1,76 @@
-"""Speed of the from-scratch Transformer against torch.nn.Transformer, as ratios from ONE run.
+"""Where the training step's time goes, and how fast it is against torch.nn.Transformer — ratios from ONE run.
 
-    python scripts/benchmark.py                 # ~3 minutes on a 2-core CPU
+    python scripts/benchmark.py                 # ~6 minutes on a 2-core CPU
+    python scripts/benchmark.py --pipeline      # + 430 steps of the real `python train.py` (~3 more minutes)
     python scripts/benchmark.py --quick         # fewer repetitions (a smoke check)
 
-Prints:
-  1. training step (forward + backward + AdamW), d_model 256, 4 heads, 3+3 layers, d_ff 1024,
-     vocab 8000, ~4096-token batches: tokens/s of Seq2SeqTransformer vs a torch.nn.Transformer
-     model of the same shape, fp32, and with bf16 autocast where this CPU runs bf16 faster;
-  2. achieved GFLOP/s of the training step against a large matmul measured in the same run;
-  3. greedy decoding of 2000 sentences: with the KV cache vs re-running the decoder over the
-     whole prefix each step, plus torch.nn.Transformer's usual uncached greedy loop.
-The two sides of each ratio are timed interleaved (A, B, A, B, ...) and the median is
-taken, because these machines are noisy.
+The model, optimizer, dropout and precision are the defaults of ``configs/`` (``trainer.precision:
+auto`` resolved on this machine), on a Tatoeba-like batch of ~4,096 tokens per side. Prints:
+  1. a profile of our default training step: shares of step time by kind of op;
+  2. the step's achieved GFLOP/s against fp32 and bf16 matmuls of the model's shapes;
+  3. the headline: our default step against the torch.nn.Transformer fp32 peer of the same shape
+     (``scripts/torch_peer.py``), and what each setting buys, timed interleaved;
+  4. (``--pipeline``) tokens/s of ``python train.py`` itself, real batches, against that peer;
+  5. greedy decoding: with the KV cache, without, and torch.nn's usual uncached loop.
+Each ratio's sides are timed in turns (A, B, A, B, ...) and the median taken: these machines are noisy.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import math
+import csv
+import platform
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 import warnings
+from collections import defaultdict
+from pathlib import Path
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from hydra import compose, initialize_config_dir
+from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
-from model.embeddings import sinusoidal_table
 from model.precision import choose_precision
 from model.search import greedy_decode
+from model.translation_module import label_smoothed_loss
 from model.transformer import Seq2SeqTransformer
+from torch_peer import TorchTransformer  # scripts/torch_peer.py, beside this file
 
 PAD, BOS, EOS = 0, 1, 2
-SHAPE = dict(d_model=256, num_heads=4, num_encoder_layers=3, num_decoder_layers=3, d_ff=1024)
-VOCAB = 8000
+ROOT = Path(__file__).resolve().parent.parent
+SHAPE_KEYS = ("d_model", "num_heads", "num_encoder_layers", "num_decoder_layers", "d_ff")
+# Kinds of op, by the name of the aten op that owns the time (self time: children excluded).
+OP_KINDS = [
+    ("matrix math (mm, bmm, addmm)", ("aten::mm", "aten::bmm", "aten::addmm", "aten::_weight_int")),
+    ("fused attention kernel", ("scaled_dot_product", "flash_attention")),
+    ("dropout masks", ("bernoulli", "native_dropout")),
+    ("log-softmax / loss", ("log_softmax", "nll_loss", "gather", "argmax", "scatter")),
+    ("casts and copies", ("aten::copy_", "aten::_to_copy", "aten::to")),
+    ("layer norm", ("layer_norm",)),
+    ("optimizer (AdamW)", ("adamw", "_foreach", "lerp", "addcdiv", "addcmul")),
+]
 
 
-class TorchTransformer(nn.Module):
-    """The plain recipe: nn.Embedding + sinusoidal positions + nn.Transformer + output Linear."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        d = SHAPE["d_model"]
-        self.src_embed, self.tgt_embed = nn.Embedding(VOCAB, d, padding_idx=PAD), nn.Embedding(VOCAB, d, padding_idx=PAD)
-        self.register_buffer("positions", sinusoidal_table(256, d), persistent=False)
-        self.transformer = nn.Transformer(d, SHAPE["num_heads"], SHAPE["num_encoder_layers"],
-                                          SHAPE["num_decoder_layers"], SHAPE["d_ff"], dropout=0.1, batch_first=True)
-        self.output = nn.Linear(d, VOCAB)
-
-    def embed(self, embedding: nn.Embedding, tokens: torch.Tensor) -> torch.Tensor:
-        return embedding(tokens) * math.sqrt(embedding.embedding_dim) + self.positions[: tokens.size(1)]
-
-    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        causal = nn.Transformer.generate_square_subsequent_mask(tgt_in.size(1))
-        out = self.transformer(self.embed(self.src_embed, src), self.embed(self.tgt_embed, tgt_in), tgt_mask=causal,
-                               src_key_padding_mask=src == PAD, tgt_key_padding_mask=tgt_in == PAD,
-                               memory_key_padding_mask=src == PAD, tgt_is_causal=True)
-        return self.output(out)
-
-    @torch.no_grad()
-    def greedy(self, src: torch.Tensor, max_steps: int) -> torch.Tensor:
-        memory = self.transformer.encoder(self.embed(self.src_embed, src), src_key_padding_mask=src == PAD)
-        tokens = torch.full((src.size(0), 1), BOS, dtype=torch.long)
-        for _ in range(max_steps):
-            causal = nn.Transformer.generate_square_subsequent_mask(tokens.size(1))
-            out = self.transformer.decoder(self.embed(self.tgt_embed, tokens), memory, tgt_mask=causal,
-                                           memory_key_padding_mask=src == PAD)
-            tokens = torch.cat([tokens, self.output(out[:, -1]).argmax(-1, keepdim=True)], dim=1)
-        return tokens
+def cpu_name() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []:
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown CPU"
 
 
-def tatoeba_like_batch(n_sentences: int, seed: int = 0, spread: float = 4.0) -> tuple[torch.Tensor, torch.Tensor]:
+def default_config():
+    """configs/train.yaml as `python train.py` composes it."""
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        return compose("train")
+
+
+def tatoeba_like_batch(n_sentences: int, vocab: int, seed: int = 0, spread: float = 4.0):
     """Source/target ids with Tatoeba-like BPE lengths (around 10-12 tokens), right-padded.
 
     ``spread``: standard deviation of the lengths; a small one mimics one length bucket.
@@ -82,31 +80,32 @@ def tatoeba_like_batch(n_sentences: int, seed: int = 0, spread: float = 4.0) -> 
     src = torch.full((n_sentences, int(lengths.max())), PAD)
     tgt = torch.full((n_sentences, int(lengths.max()) + 2), PAD)
     for i, n in enumerate(lengths.tolist()):
-        src[i, :n] = torch.randint(4, VOCAB, (n,), generator=g)
+        src[i, :n] = torch.randint(4, vocab, (n,), generator=g)
         src[i, n - 1] = EOS
         m = n + 1
-        tgt[i, :m] = torch.randint(4, VOCAB, (m,), generator=g)
+        tgt[i, :m] = torch.randint(4, vocab, (m,), generator=g)
         tgt[i, 0], tgt[i, m - 1] = BOS, EOS
     return src, tgt
 
 
-def training_step(model, optimizer, src, tgt, autocast: bool) -> None:
-    """One step as each recipe does it: ours projects only real target tokens onto the vocabulary."""
-    context = torch.autocast("cpu", dtype=torch.bfloat16) if autocast else contextlib.nullcontext()
+def training_step(model, optimizer, src, tgt, bf16: bool) -> None:
+    """One update as each recipe does it: ours projects only real target tokens onto the vocabulary."""
+    context = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
     tgt_in, tgt_out = tgt[:, :-1], tgt[:, 1:]
     with context:
         if isinstance(model, Seq2SeqTransformer):
             real = tgt_out != PAD
-            logits, target = model(src, tgt_in, output_mask=real), tgt_out[real]  # (N, vocab), (N,)
+            loss = label_smoothed_loss(model(src, tgt_in, output_mask=real), tgt_out[real], 0.1)[0]
         else:
-            logits, target = model(src, tgt_in).flatten(0, 1), tgt_out.flatten()  # (B·T, vocab)
-    loss = F.cross_entropy(logits.float(), target, ignore_index=PAD, label_smoothing=0.1)
+            logits = model(src, tgt_in).flatten(0, 1)  # (B·T, vocab)
+            loss = F.cross_entropy(logits.float(), tgt_out.flatten(), ignore_index=PAD, label_smoothing=0.1)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # trainer.gradient_clip_val
     optimizer.step()
 
 
-def interleaved_times(runs: dict[str, callable], repeats: int, warmup: int = 1) -> dict[str, float]:
+def interleaved_times(runs: dict, repeats: int, warmup: int = 1) -> dict[str, float]:
     """Median seconds per call of each runner, timed in turns so that noise hits all of them."""
     for run in runs.values():
         for _ in range(warmup):
@@ -120,78 +119,159 @@ def interleaved_times(runs: dict[str, callable], repeats: int, warmup: int = 1) 
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def matmul_gflops(dtype: torch.dtype, n: int = 2048, repeats: int = 5) -> float:
-    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
-    seconds = interleaved_times({"mm": lambda: a @ b}, repeats)["mm"]
-    return 2 * n**3 / seconds / 1e9
+def profile_by_kind(step, steps: int = 3) -> tuple[list[tuple[str, float]], float]:
+    """Shares of self CPU time by kind of op over ``steps`` calls; also seconds per step."""
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        seconds = (time.perf_counter() - start) / steps
+    by_kind: dict[str, float] = defaultdict(float)
+    for event in prof.key_averages():
+        name = event.key.lower()
+        kind = next((k for k, needles in OP_KINDS if any(n.lower() in name for n in needles)), "everything else")
+        by_kind[kind] += event.self_cpu_time_total
+    total = sum(by_kind.values())
+    order = [k for k, _ in OP_KINDS] + ["everything else"]
+    return [(k, by_kind[k] / total) for k in order if k in by_kind], seconds
+
+
+def matmul_gflops(dtype: torch.dtype, rows: int, inner: int, cols: int, repeats: int = 3) -> float:
+    x, weight = torch.randn(rows, inner).to(dtype), torch.randn(cols, inner).to(dtype)
+    seconds = interleaved_times({"mm": lambda: F.linear(x, weight)}, repeats)["mm"]
+    return 2 * rows * inner * cols / seconds / 1e9
+
+
+def pipeline_tokens_per_s(steps: int) -> tuple[float, int]:
+    """Median ``train/tokens_per_s`` of `python train.py` (defaults, real batches) after step 30."""
+    with tempfile.TemporaryDirectory() as run_dir:
+        command = [sys.executable, "train.py", "logger=csv", "test=false", "trainer.max_time=null",
+                   f"trainer.max_steps={steps + 30}", "+trainer.limit_val_batches=0", f"hydra.run.dir={run_dir}"]
+        result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise SystemExit(f"benchmark.py: {' '.join(command)} failed:\n{result.stderr[-2000:]}")
+        rows = list(csv.DictReader(next(Path(run_dir).rglob("metrics.csv")).open()))
+    rates = [float(r["train/tokens_per_s"]) for r in rows if r.get("train/tokens_per_s") and int(r["step"]) >= 30]
+    return statistics.median(rates), len(rates)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and sentences")
+    parser.add_argument("--pipeline", action="store_true", help="also time `python train.py` itself")
+    parser.add_argument("--pipeline-steps", type=int, default=400, help="its optimizer steps (after 30 warm-up)")
     parser.add_argument("--sentences", type=int, default=2000, help="sentences for the decoding benchmark")
     args = parser.parse_args()
     repeats = 2 if args.quick else 7
-    n_sentences = 200 if args.quick else args.sentences
-    torch.manual_seed(0)
     warnings.filterwarnings("ignore", category=UserWarning)  # torch.nn's mask / nested-tensor notices
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU")
+    torch.manual_seed(0)
+    cfg = default_config()
+    shape = {k: cfg.model[k] for k in SHAPE_KEYS}
+    vocab, dropout = cfg.data.vocab_size, cfg.model.dropout
+    fused = bool(cfg.optim.optimizer.get("fused", False))
+    precision = choose_precision("cpu") if cfg.trainer.precision == "auto" else cfg.trainer.precision
+    bf16 = precision.startswith("bf16")
+    print(f"{cpu_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
+    print(f"default: {shape}, vocab {vocab}, dropout {dropout}, AdamW fused={fused}, precision {precision}")
 
-    # 1. training throughput ---------------------------------------------------------------
-    src, tgt = tatoeba_like_batch(320, spread=0.5)  # one length bucket: 320 x 12 ≈ 4096 tokens per side
-    tokens = int((src != PAD).sum() + (tgt[:, 1:] != PAD).sum())
-    ours = Seq2SeqTransformer(VOCAB, VOCAB, **SHAPE, share_embeddings=True, tie_output=True).train()
-    ref = TorchTransformer().train()
-    opt_ours, opt_ref = torch.optim.AdamW(ours.parameters(), 1e-4), torch.optim.AdamW(ref.parameters(), 1e-4)
-    # bf16 only where this CPU runs it faster (the probe of trainer.precision: auto): emulated
-    # bf16 is ~10x slower than fp32, and timing it would take most of the run for nothing.
-    bf16 = choose_precision("cpu") == "bf16-mixed"
-    runners = {"torch.nn fp32": lambda: training_step(ref, opt_ref, src, tgt, False),
-               "ours fp32": lambda: training_step(ours, opt_ours, src, tgt, False)}
-    if bf16:
-        runners |= {"ours bf16": lambda: training_step(ours, opt_ours, src, tgt, True),
-                    "torch.nn bf16": lambda: training_step(ref, opt_ref, src, tgt, True)}
-    t = interleaved_times(runners, repeats, warmup=2)
-    print(f"\n1. training step, batch {tuple(src.shape)} src / {tuple(tgt.shape)} tgt, {tokens} real tokens")
-    for name, seconds in t.items():
-        print(f"   {name:14s} {seconds * 1000:7.0f} ms/step  {tokens / seconds:8.0f} tokens/s")
-    print(f"   ratio ours fp32 / torch.nn fp32 = {t['torch.nn fp32'] / t['ours fp32']:.2f}x   (target >= 1.0x)")
-    if bf16:
-        print(f"   ratio ours bf16 / torch.nn fp32 = {t['torch.nn fp32'] / t['ours bf16']:.2f}x   (target >= 1.5x)")
-    else:
-        print("   bf16 skipped: this CPU runs bf16 matmuls slower than fp32 (precision auto picks fp32)")
+    # Batches of one length bucket (~12 tokens a sentence): the peer's ~4,096 tokens per side, and
+    # the default token budget (data.max_tokens) that train.py fills.
+    big = tatoeba_like_batch(320, vocab, spread=0.5)
+    small = tatoeba_like_batch(max(cfg.data.max_tokens // 13, 1), vocab, spread=0.5)
+    tokens = {id(b): int((b[0] != PAD).sum() + (b[1][:, 1:] != PAD).sum()) for b in (big, small)}
 
-    # 2. GFLOP/s against the machine's matmul ceiling (same run) ---------------------------
+    def ours(drop: float, fused_adamw: bool):
+        model = Seq2SeqTransformer(vocab, vocab, **shape, dropout=drop, share_embeddings=True).train()
+        return model, torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused_adamw)
+
+    default_model, default_opt = ours(dropout, fused)
+    plain_model, plain_opt = ours(0.1, False)
+    peer = TorchTransformer(vocab, **shape, dropout=0.1).train()
+    peer_opt = torch.optim.AdamW(peer.parameters(), lr=1e-4)
+    # name -> (step on a batch, the batch); every step in the table is timed in turns with the others
+    runners = {
+        "torch.nn fp32 (peer), 4k batch": (lambda b: training_step(peer, peer_opt, *b, False), big),
+        "ours, default, default batch": (lambda b: training_step(default_model, default_opt, *b, bf16), small),
+        "ours, default, 4k batch": (lambda b: training_step(default_model, default_opt, *b, bf16), big),
+        "previous default (dropout 0.1), 4k": (lambda b: training_step(plain_model, plain_opt, *b, False), big),
+    }
+    default_step, default_batch = runners["ours, default, default batch"]
+
+    # 1. profile --------------------------------------------------------------------------
+    for _ in range(3):
+        default_step(default_batch)
+    kinds, seconds = profile_by_kind(lambda: default_step(default_batch), steps=10)
+    src, tgt = default_batch
+    print(f"\n1. profile of the default training step ({seconds * 1000:.0f} ms under the profiler), "
+          f"batch {tuple(src.shape)} src / {tuple(tgt.shape)} tgt, {tokens[id(default_batch)]} real tokens")
+    for kind, share in kinds:
+        print(f"   {kind:30s} {share:6.1%}")
+    matmul_share = dict(kinds).get(OP_KINDS[0][0], 0.0)
+
+    # 2. achieved GFLOP/s against matmul peaks at the model's shapes ---------------------------
     with FlopCounterMode(display=False) as counter:
-        training_step(ours, opt_ours, src, tgt, False)
+        training_step(default_model, default_opt, *default_batch, False)
     step_flops = counter.get_total_flops()
-    print(f"\n2. {step_flops / 1e9:.0f} GFLOP per training step (matmuls, forward + backward)")
-    for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16))[: 2 if bf16 else 1]:
-        ceiling, achieved = matmul_gflops(dtype), step_flops / t[f"ours {name}"] / 1e9
-        print(f"   {name}: {achieved:6.0f} GFLOP/s achieved vs {ceiling:6.0f} GFLOP/s 2048² matmul = {achieved / ceiling:.0%}")
+    d, rows = shape["d_model"], src.numel()
+    shapes = {"d→3d (QKV)": (d, 3 * d), "d→d_ff": (d, shape["d_ff"]), "d_ff→d": (shape["d_ff"], d),
+              "d→vocab": (d, vocab)}
+    print(f"\n2. {step_flops / 1e9:.1f} GFLOP per default training step (matmuls, forward + backward); "
+          f"matmul GFLOP/s at the model's shapes ({rows} rows):")
+    peaks = {}
+    for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
+        rates = {s: matmul_gflops(dtype, rows, i, o) for s, (i, o) in shapes.items()}
+        peaks[name] = max(rates.values())
+        print(f"   {name}: " + ", ".join(f"{s} {r:.0f}" for s, r in rates.items()))
 
-    # 3. decoding ----------------------------------------------------------------------------
-    ours.eval()
-    ref.eval()
-    batches = [tatoeba_like_batch(100, seed=s)[0] for s in range(n_sentences // 100)]
+    # 3. headline: default step vs the torch.nn fp32 peer, interleaved ------------------------
+    t = interleaved_times({name: (lambda f=f, b=b: f(b)) for name, (f, b) in runners.items()}, repeats, warmup=1)
+    rate = {name: tokens[id(runners[name][1])] / seconds for name, seconds in t.items()}
+    achieved = step_flops / t["ours, default, default batch"] / 1e9
+    print(f"   the default step (timed in 3.) achieves {achieved:.0f} GFLOP/s = {achieved / peaks['fp32']:.0%} of "
+          f"the fp32 peak, {achieved / peaks['bf16']:.0%} of the bf16 peak")
+    print(f"\n3. training steps (4k batch: {tokens[id(big)]} real tokens; default batch: "
+          f"{tokens[id(default_batch)]}), median of {repeats} interleaved")
+    peer_rate = rate["torch.nn fp32 (peer), 4k batch"]
+    for name, seconds in t.items():
+        ratio = rate[name] / peer_rate
+        print(f"   {name:36s} {seconds * 1000:7.0f} ms/step  {rate[name]:7.0f} tokens/s  {ratio:5.2f}x")
+    headline = rate["ours, default, default batch"] / peer_rate
+    ceiling = (tokens[id(big)] / t["ours, default, 4k batch"]) / peer_rate / matmul_share
+    print(f"   headline: ours (default) / torch.nn fp32 = {headline:.2f}x tokens/s   (same-shape ceiling if all but "
+          f"the matmuls were free: {ceiling:.2f}x)")
+
+    # 4. the real pipeline -------------------------------------------------------------------------
+    if args.pipeline:
+        pipeline_rate, n = pipeline_tokens_per_s(args.pipeline_steps)
+        peer_step, peer_batch = runners["torch.nn fp32 (peer), 4k batch"]
+        after = tokens[id(big)] / interleaved_times({"peer": lambda: peer_step(peer_batch)}, 3, warmup=0)["peer"]
+        both = statistics.mean([peer_rate, after])
+        print(f"\n4. python train.py (defaults, real batches): median {pipeline_rate:.0f} tokens/s over {n} logged "
+              f"steps; torch.nn fp32 peer {both:.0f} tokens/s (mean of before and after) = {pipeline_rate / both:.2f}x")
+
+    # 5. decoding ------------------------------------------------------------------------------
+    default_model.eval()
+    peer.eval()
+    n_sentences = 200 if args.quick else args.sentences
+    batches = [tatoeba_like_batch(100, vocab, seed=s)[0] for s in range(n_sentences // 100)]
     max_steps = 25  # no EOS id (-1): every sentence runs the full length, in both implementations
 
     def decode_ours(use_cache: bool):
         for batch in batches:
-            greedy_decode(ours, batch, BOS, -1, max_len_a=0.0, max_len_b=max_steps, use_cache=use_cache)
+            greedy_decode(default_model, batch, BOS, -1, max_len_a=0.0, max_len_b=max_steps, use_cache=use_cache)
 
-    def decode_ref():
+    def decode_peer():
         for batch in batches:
-            ref.greedy(batch, max_steps)
+            peer.greedy(batch, max_steps)
 
-    d = interleaved_times({"cached": lambda: decode_ours(True), "uncached": lambda: decode_ours(False),
-                           "torch.nn uncached": decode_ref}, 1 if args.quick else 2, warmup=0)
+    dec = interleaved_times({"cached": lambda: decode_ours(True), "uncached": lambda: decode_ours(False),
+                             "torch.nn uncached": decode_peer}, 1 if args.quick else 2, warmup=0)
     n = len(batches) * 100
-    print(f"\n3. greedy decoding of {n} sentences, batches of 100, {max_steps} steps each (fp32)")
-    for name, seconds in d.items():
-        print(f"   {name:18s} {seconds:6.1f} s  {n / seconds:7.0f} sentences/s")
-    print(f"   ratio cached / uncached (ours)  = {d['uncached'] / d['cached']:.2f}x   (target >= 3x)")
-    print(f"   ratio cached / torch.nn greedy  = {d['torch.nn uncached'] / d['cached']:.2f}x")
+    print(f"\n5. greedy decoding of {n} sentences, batches of 100, {max_steps} steps each (fp32)")
+    for name, s in dec.items():
+        print(f"   {name:18s} {s:6.1f} s  {n / s:7.0f} sentences/s")
+    print(f"   ratio cached / uncached (ours)  = {dec['uncached'] / dec['cached']:.2f}x")
+    print(f"   ratio cached / torch.nn greedy  = {dec['torch.nn uncached'] / dec['cached']:.2f}x")
 
 
 if __name__ == "__main__":

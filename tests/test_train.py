@@ -35,7 +35,8 @@ def test_every_preset_instantiates(overrides, tmp_path):
     module = instantiate(cfg.module, model=model, optimizer=instantiate(cfg.optim.optimizer), _convert_="all")
     assert isinstance(module, TranslationModule)
     assert module.search_config == SearchConfig(**{k: v for k, v in cfg.module.search.items() if k != "_target_"})
-    assert module.schedule(cfg.module.schedule.warmup_steps) == 1.0  # peak learning rate after warm-up
+    assert module.schedule(cfg.module.schedule.warmup_steps, 0.0) == 1.0  # peak learning rate after warm-up
+    assert isinstance(module.optimizer_factory(model.parameters()), torch.optim.AdamW)  # fused too (the GPU preset)
     assert isinstance(instantiate(cfg.data), TranslationDataModule)
     callbacks = [instantiate(c) for c in cfg.callbacks.values()]
     for name, node in cfg.logger.items():
@@ -140,6 +141,7 @@ def test_ddp_with_two_cpu_processes(tmp_path, data_cache):
     ("module.schedule.warmup_steps=0", "warmup_steps=0 must be"),
     ("model.d_model=abc", "model.d_model='abc' must be"),
     ("data.max_tokens=100", "cannot hold one pair"),
+    ("module.schedule.decay=exponential", "decay='exponential' must be one of linear, cosine, inverse_sqrt"),
 ])
 def test_bad_settings_are_refused_before_any_work(tmp_path, data_cache, override, message):
     with pytest.raises(SettingsError, match=message):

@@ -12,7 +12,7 @@ from data.datamodule import TranslationDataModule
 from helpers import explorer_data, small_corpus
 from model.attention_stats import attention_statistics
 from model.metrics import corpus_scores
-from model.schedule import inverse_sqrt_schedule
+from model.schedule import budget_schedule, inverse_sqrt_schedule
 from model.search import SearchConfig, search
 from model.transformer import Seq2SeqTransformer
 from model.translation_module import TranslationModule, label_smoothed_loss
@@ -29,15 +29,60 @@ def test_label_smoothed_loss_equals_torch_cross_entropy():
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """A tiny model fitted for 6 steps on a generated corpus, validating at the end."""
-    folder = tmp_path_factory.mktemp("module")
+def datamodule(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("data")
     datamodule = TranslationDataModule(corpus_path=str(small_corpus(folder)), cache_dir=str(folder / "cache"),
                                        vocab_size=300, max_tokens=512, val_fraction=0.1, test_fraction=0.1)
     datamodule.setup()
+    return datamodule
+
+
+def tiny_model(datamodule: TranslationDataModule) -> Seq2SeqTransformer:
     torch.manual_seed(0)
-    model = Seq2SeqTransformer(datamodule.src_vocab_size, datamodule.tgt_vocab_size, d_model=32, num_heads=2,
-                               num_encoder_layers=1, num_decoder_layers=1, d_ff=64, max_len=64)
+    return Seq2SeqTransformer(datamodule.src_vocab_size, datamodule.tgt_vocab_size, d_model=32, num_heads=2,
+                              num_encoder_layers=1, num_decoder_layers=1, d_ff=64, max_len=64)
+
+
+class LearningRates(L.Callback):
+    """The learning rate each update used."""
+
+    def __init__(self) -> None:
+        self.used: list[float] = []
+
+    def on_train_batch_start(self, trainer, *args) -> None:
+        self.used.append(trainer.optimizers[0].param_groups[0]["lr"])
+
+
+def fit_with_budget(datamodule, **budget) -> LearningRates:
+    """Fit the tiny model under the budget schedule (warm-up 2 steps, peak 1e-2) for ``budget``."""
+    rates = LearningRates()
+    module = TranslationModule(tiny_model(datamodule), lambda params: torch.optim.AdamW(params, lr=1e-2),
+                               budget_schedule(2), attention_samples=0)
+    trainer = L.Trainer(**budget, limit_val_batches=0, logger=False, enable_checkpointing=False, callbacks=[rates],
+                        enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(module, datamodule=datamodule)
+    rates.used.append(trainer.optimizers[0].param_groups[0]["lr"])  # what a next step would get
+    return rates
+
+
+def test_learning_rate_decays_to_zero_when_the_step_budget_is_spent(datamodule):
+    used = fit_with_budget(datamodule, max_steps=8).used
+    expected = [1e-2 * budget_schedule(2)(step, step / 8) for step in range(9)]
+    assert used == pytest.approx(expected) and used[-1] == 0.0
+
+
+def test_learning_rate_decays_to_zero_when_the_time_budget_is_spent(datamodule):
+    used = fit_with_budget(datamodule, max_time={"seconds": 3}, max_steps=100_000).used
+    assert len(used) > 5 and max(used) > 3e-3  # it trained, at a real learning rate on the way
+    assert used[-1] < 0.1 * 1e-2  # and ends, when the clock stops it, near zero (within a step's time)
+    assert all(a >= b for a, b in zip(used[2:], used[3:]))  # after warm-up, only down
+
+
+@pytest.fixture(scope="module")
+def trained(datamodule, tmp_path_factory):
+    """A tiny model fitted for 6 steps on a generated corpus, validating at the end."""
+    folder = tmp_path_factory.mktemp("module")
+    model = tiny_model(datamodule)
     module = TranslationModule(model, lambda params: torch.optim.AdamW(params, lr=1e-2), inverse_sqrt_schedule(4),
                                SearchConfig(beam_size=2, max_len_a=1.0, max_len_b=3), val_bleu_samples=10,
                                attention_samples=1)

@@ -1,0 +1,74 @@
+"""On a GPU: the fused kernels, bf16 autocast, search and a training run agree with the CPU.
+
+Marked ``cuda``: the default test command deselects them (pyproject ``addopts``; CI has no
+GPU), ``scripts/gpu_check.sh`` runs them with ``-m cuda`` on a machine that has one, where a
+missing GPU is a failure, not a skip.
+"""
+
+import copy
+import json
+
+import pytest
+import torch
+
+from helpers import run_train
+from model.attention import MultiHeadAttention
+from model.precision import choose_precision
+from model.search import SearchConfig, search
+from model.transformer import Seq2SeqTransformer
+
+pytestmark = pytest.mark.cuda
+CUDA = torch.device("cuda")
+
+
+def test_a_gpu_is_there():
+    assert torch.cuda.is_available(), "the cuda tests need a GPU (run them with scripts/gpu_check.sh)"
+    assert choose_precision("auto") == "bf16-mixed"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_fused_attention_kernels_match_the_explicit_math(dtype):
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(64, 4).to(CUDA, dtype)
+    x, memory = torch.randn(3, 7, 64, device=CUDA, dtype=dtype), torch.randn(3, 9, 64, device=CUDA, dtype=dtype)
+    padding = torch.zeros(3, 9, dtype=torch.bool, device=CUDA)
+    padding[1, 6:] = True
+    tolerance = dict(atol=1e-5, rtol=1e-4) if dtype == torch.float32 else dict(atol=2e-2, rtol=2e-2)
+    for args, kwargs in [((x, x, x), dict(causal=True)), ((x, memory, memory), dict(key_padding_mask=padding))]:
+        fused = attention(*args, **kwargs)
+        explicit, _ = attention(*args, **kwargs, need_weights=True)
+        torch.testing.assert_close(fused, explicit, **tolerance)
+
+
+def model_pair() -> tuple[Seq2SeqTransformer, Seq2SeqTransformer]:
+    """The same small model on the CPU and on the GPU (evaluation mode, no dropout)."""
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(50, 50, d_model=64, num_heads=4, num_encoder_layers=2, num_decoder_layers=2,
+                               d_ff=128, dropout=0.0).eval()
+    return model, copy.deepcopy(model).to(CUDA)
+
+
+def test_bf16_autocast_training_step_matches_fp32_on_the_cpu():
+    cpu, gpu = model_pair()
+    src, tgt = torch.randint(3, 50, (4, 9)), torch.randint(3, 50, (4, 8))
+    src[2, 6:] = 0
+    expected = cpu(src, tgt)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        logits = gpu(src.to(CUDA), tgt.to(CUDA))
+    torch.testing.assert_close(logits.float().cpu(), expected, atol=0.1, rtol=0.05)
+    logits.float().logsumexp(-1).mean().backward()
+    assert all(torch.isfinite(p.grad).all() for p in gpu.parameters() if p.grad is not None)
+
+
+def test_greedy_and_beam_search_on_the_gpu_equal_the_cpu():
+    cpu, gpu = model_pair()
+    src = torch.randint(3, 50, (5, 8))
+    src[1, 5:] = 0
+    for config in (SearchConfig(beam_size=1), SearchConfig(beam_size=3)):
+        assert search(gpu, src.to(CUDA), 1, 2, config).ids == search(cpu, src, 1, 2, config).ids
+
+
+def test_smoke_training_run_on_the_gpu(tmp_path, data_cache):
+    run_train(tmp_path / "run", data_cache, "trainer.accelerator=gpu", "trainer.precision=auto")
+    assert "bf16-mixed" in (tmp_path / "run" / "config.yaml").read_text()
+    assert json.loads((tmp_path / "run" / "test_metrics.json").read_text())["sentences"] > 0
