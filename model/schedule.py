@@ -9,8 +9,7 @@ weights it ends with are then the settled ones, not a snapshot of a noisy walk. 
 default decays in *elapsed time*, reaching zero exactly when the time is up, however many
 steps this machine manages:
 
-    warm-up (steps)   decay (share of the budget)
-    /‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾‾╲___ 0 at progress 1
+    lr = peak · min(1, step / warmup_steps) · (1 - progress)       (decay="linear")
 """
 
 from __future__ import annotations
