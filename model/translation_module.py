@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import lightning as L
-from lightning.pytorch.callbacks import Timer
 import torch
 import torch.distributed as dist
+from lightning.pytorch.callbacks import Timer
 from torch import Tensor
 
 from model.attention_stats import attention_statistics
