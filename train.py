@@ -31,10 +31,10 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from data.tokenizer import tokenizer_fingerprint
-from model.checkpoints import AtomicCheckpointIO, resume_point
-from model.precision import choose_precision
-from model.schedule import DECAYS
-from model.translation_module import NonFiniteLossError
+from model.training.checkpoint_io import AtomicCheckpointIO, resume_point
+from model.training.precision import choose_precision
+from model.training.schedule import DECAYS
+from model.training.translation_module import NonFiniteLossError
 
 log = logging.getLogger("train")
 
@@ -128,7 +128,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
         cfg.model.src_vocab_size = datamodule.src_vocab_size
         cfg.model.tgt_vocab_size = datamodule.tgt_vocab_size
         cfg.model.pad_id = datamodule.special_ids["pad_id"]
-        if cfg.trainer.precision == "auto":  # bf16 autocast only where it is faster (model/precision.py)
+        if cfg.trainer.precision == "auto":  # bf16 autocast only where it is faster (model/training/precision.py)
             cfg.trainer.precision = choose_precision(cfg.trainer.accelerator)
     # Kept in the checkpoint (plain values, no _target_) so translate.py can rebuild the model.
     model_config = {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items() if k != "_target_"}

@@ -6,14 +6,15 @@
     python translate.py run=outputs/my_run "The sky is blue." attention=sky.html
     python translate.py run=outputs/my_run "The sky is blue." attention=sky.png attention_all=true
 
-Options (defaults in brackets):
+Options (defaults in brackets; "the run's" = what the run was trained with, in its config.yaml):
   run=PATH            run folder made by train.py, or a .ckpt file inside one        [required]
   input=FILE          read sentences from FILE, one a line ("-" = standard input)     [stdin if no sentences]
   output=FILE         write translations to FILE, one line per input line            [stdout]
-  beam_size=N         beam search width; 1 = greedy decoding                         [5]
-  length_penalty=A    GNMT length penalty alpha for beam search                      [0.6]
-  max_len_a=A         longest output = A * source tokens + B                         [1.5]
-  max_len_b=B                                                                         [10]
+  beam_size=N         beam search width; 1 = greedy decoding                         [the run's module.search]
+  length_penalty=A    GNMT length penalty alpha for beam search                      [the run's module.search]
+  max_len_a=A         longest output = A * source tokens + B                         [the run's module.search]
+  max_len_b=B                                                                         [the run's module.search]
+  max_sentence_len=N  source tokens read; longer sentences are cut                   [the run's data.max_sentence_len]
   batch_size=N        sentences per batch (sorted by length within a chunk)          [64]
   chunk_size=N        lines read at a time from a stream: bounds the memory used     [2000]
   device=D            auto | cpu | cuda                                              [auto]
@@ -35,12 +36,16 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+if TYPE_CHECKING:  # torch and the model load after the arguments are checked
+    from model.search import SearchConfig
+    from model.views import SentenceView
 
 OPTION = re.compile(r"^[a-z_]+=")
 
@@ -50,10 +55,12 @@ class TranslateConfig:
     run: str | None = None
     input: str | None = None
     output: str | None = None
-    beam_size: int = 5
-    length_penalty: float = 0.6
-    max_len_a: float = 1.5
-    max_len_b: int = 10
+    # None: the run's own setting (its config.yaml), else model.search.SearchConfig's default.
+    beam_size: int | None = None
+    length_penalty: float | None = None
+    max_len_a: float | None = None
+    max_len_b: int | None = None
+    max_sentence_len: int | None = None
     batch_size: int = 64
     chunk_size: int = 2000
     device: str = "auto"
@@ -114,22 +121,27 @@ def main(argv: list[str] | None = None) -> int:
     cfg, sentences = parse_args(argv)
     if not cfg.run:
         raise SystemExit("translate.py: run=PATH is required (a run folder from train.py); see --help")
-    if cfg.batch_size < 1 or cfg.chunk_size < 1:
-        raise SystemExit(f"translate.py: batch_size and chunk_size must be at least 1 "
-                         f"(got {cfg.batch_size}, {cfg.chunk_size})")
+    sizes = {"batch_size": cfg.batch_size, "chunk_size": cfg.chunk_size, "max_sentence_len": cfg.max_sentence_len}
+    too_small = [f"{name}={value}" for name, value in sizes.items() if value is not None and value < 1]
+    if too_small:
+        raise SystemExit(f"translate.py: {', '.join(too_small)}: must be at least 1")
     check_paths(cfg, sentences)
     logging.basicConfig(format="translate.py: warning: %(message)s", level=logging.WARNING)
     from data.lines import LineReader  # heavy imports after the argument checks
+    from model.inference.run_folder import RunLoadError
+    from model.inference.translator import Translator
     from model.search import SearchConfig
-    from model.translator import RunLoadError, Translator
 
     try:
-        search = SearchConfig(cfg.beam_size, cfg.length_penalty, cfg.max_len_a, cfg.max_len_b)
+        search_config(cfg, SearchConfig())  # values that cannot work are refused before the model loads
         translator = Translator.load(cfg.run, cfg.device)
+        search = search_config(cfg, translator.settings.search)
     except (ValueError, RunLoadError) as error:
         raise SystemExit(f"translate.py: {error}") from None
+    if cfg.max_sentence_len is not None:  # instead of the run's data.max_sentence_len
+        translator.settings = replace(translator.settings, max_sentence_len=cfg.max_sentence_len)
 
-    done, drawn, reader = 0, None, None  # drawn: (source line, translation, its attention)
+    done, drawn, reader = 0, None, None  # drawn: the translation whose attention is drawn
     with contextlib.ExitStack() as files:
         if sentences:
             lines: Iterable[str] = sentences
@@ -141,12 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         out = files.enter_context(open(partial, "w", encoding="utf-8")) if partial else sys.stdout
         try:
             for chunk in chunks(lines, cfg.chunk_size, reader.waiting if reader else lambda: True):
-                first = next((i for i, line in enumerate(chunk) if line.strip()), None)
-                wanted = first if cfg.attention and drawn is None else None
-                translations, attention = translator.translate_lines(chunk, search, cfg.batch_size, wanted)
-                if attention is not None:
-                    drawn = (chunk[wanted].strip(), translations[wanted], attention)
-                out.write("".join(t + "\n" for t in translations))
+                translations = translator.translate(chunk, search, cfg.batch_size)
+                if cfg.attention and drawn is None:  # the first non-empty line
+                    drawn = next((t for t in translations if t.src_ids), None)
+                out.write("".join(t.text + "\n" for t in translations))
                 out.flush()
                 done += len(chunk)
         except KeyboardInterrupt:
@@ -160,10 +170,39 @@ def main(argv: list[str] | None = None) -> int:
         os.replace(partial, cfg.output)
     report(translator, reader)
     if drawn:
-        text, translation, attention = drawn
-        for path in translator.draw_attention(attention, text, translation, cfg.attention, cfg.attention_all):
+        for path in draw_attention(translator.sentence_view(drawn), cfg.attention, cfg.attention_all):
             print(f"attention map written to {path}", file=sys.stderr)
     return 0
+
+
+def search_config(cfg: TranslateConfig, run_search: SearchConfig) -> SearchConfig:
+    """The run's search (``module.search`` of its config.yaml) with what the command line sets."""
+    given = {k: getattr(cfg, k) for k in ("beam_size", "length_penalty", "max_len_a", "max_len_b")}
+    return replace(run_search, **{k: v for k, v in given.items() if v is not None})
+
+
+def draw_attention(view: SentenceView, path: str, every_layer: bool) -> list[Path]:
+    """``.html``: the interactive explorer (every kind, layer and head); else a PNG of the
+    cross-attention (last layer's heads), or with ``every_layer`` all layers plus
+    ``<stem>_encoder_self.png`` and ``<stem>_decoder_self.png``. Returns the files written."""
+    from model.views.explorer import sentence_record, write_explorer
+
+    path = Path(path)
+    if path.suffix.lower() in (".html", ".htm"):
+        steps = [{"label": "translation", "sentences": [sentence_record(view)]}]
+        return [write_explorer(path, steps, f"{view.source} → {view.translation}")]
+    from model.views import ATTENTION_TITLES
+    from model.views.plotting import attention_figures, save_figure  # matplotlib: only for a picture
+
+    kinds = tuple(ATTENTION_TITLES) if every_layer else ("cross",)
+    figures = attention_figures(view, caption=f": {view.source!r} → {view.translation!r}", kinds=kinds,
+                                last_layer_only=not every_layer)
+    written = []
+    for kind, figure in figures.items():
+        target = path if kind == "cross" else path.with_name(f"{path.stem}_{kind}{path.suffix}")
+        save_figure(figure, target)
+        written.append(target)
+    return written
 
 
 def report(translator, reader) -> None:

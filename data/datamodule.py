@@ -72,7 +72,7 @@ class TranslationDataModule(L.LightningDataModule):
     ) -> None:
         super().__init__()
         self.save_hyperparameters(logger=False)
-        self.cache_root = Path(cache_dir or DEFAULT_CACHE).expanduser()
+        self.cache_dir = Path(cache_dir or DEFAULT_CACHE).expanduser()  # the setting, as a path
         self.tokenizer: TranslationTokenizer | None = None
         self.splits: DatasetDict | None = None
         self.report: ParseReport | None = None
@@ -82,12 +82,12 @@ class TranslationDataModule(L.LightningDataModule):
         hp = self.hparams
         if hp.hub_path:
             return {"hub": hp.hub_path, "name": hp.hub_name, "split": hp.hub_split, "langs": [hp.src_lang, hp.tgt_lang]}
-        path = locate_corpus(hp.corpus_path, self.cache_root, download=hp.download)
+        path = locate_corpus(hp.corpus_path, self.cache_dir, download=hp.download)
         stat = path.stat()
         return {"corpus": str(path.resolve()), "size": stat.st_size, "mtime": stat.st_mtime_ns}
 
-    def cache_dir(self) -> Path:
-        """The folder for these settings: a hash of the source and every setting that shapes the data."""
+    def settings_folder(self) -> Path:
+        """This data's folder in the cache: named by a hash of the source and every setting that shapes it."""
         hp = self.hparams
         settings = {
             "source": self._source_description(),
@@ -96,7 +96,7 @@ class TranslationDataModule(L.LightningDataModule):
             "version": CACHE_VERSION,
         }
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
-        return self.cache_root / digest
+        return self.cache_dir / digest
 
     def _read_pairs(self) -> tuple[list[tuple[str, str]], ParseReport]:
         hp = self.hparams
@@ -105,7 +105,7 @@ class TranslationDataModule(L.LightningDataModule):
             pairs, report = clean_pairs((r["translation"][hp.src_lang], r["translation"][hp.tgt_lang]) for r in rows)
             (log.warning if report.skipped else log.info)("%s: %s", hp.hub_path, report.summary())
         else:
-            pairs, report = load_pairs(locate_corpus(hp.corpus_path, self.cache_root, download=hp.download))
+            pairs, report = load_pairs(locate_corpus(hp.corpus_path, self.cache_dir, download=hp.download))
         if hp.limit_pairs:  # a seeded sample, for quick runs
             generator = torch.Generator().manual_seed(hp.seed)
             keep = sorted(torch.randperm(len(pairs), generator=generator)[: hp.limit_pairs].tolist())
@@ -114,7 +114,7 @@ class TranslationDataModule(L.LightningDataModule):
 
     def prepare_data(self) -> None:
         """Build what is missing from the cache (one process at a time, under a file lock)."""
-        folder = self.cache_dir()
+        folder = self.settings_folder()
         folder.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(folder) + ".lock"):
             if not (folder / "splits" / "dataset_dict.json").is_file():
@@ -168,7 +168,7 @@ class TranslationDataModule(L.LightningDataModule):
         if self.splits is not None:
             return
         self.prepare_data()  # a no-op when the cache is complete
-        folder = self.cache_dir()
+        folder = self.settings_folder()
         self.report = ParseReport(**{k: v for k, v in json.loads((folder / "report.json").read_text()).items()
                                      if k != "skipped"})
         self.tokenizer = TranslationTokenizer.load(folder / "tokenizer")
@@ -184,7 +184,7 @@ class TranslationDataModule(L.LightningDataModule):
     @property
     def tokenizer_folder(self) -> Path:
         """Where the tokenizer of these settings is cached."""
-        return self.cache_dir() / "tokenizer"
+        return self.settings_folder() / "tokenizer"
 
     @property
     def src_vocab_size(self) -> int:

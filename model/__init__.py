@@ -1,13 +1,15 @@
-"""The Transformer core: attention from scratch, layers, the seq2seq model and search.
+"""The Transformer core: attention from scratch, embeddings, layers, the seq2seq model and search.
 
-Plain ``nn.Module``s and functions, tensors in and tensors out: no Lightning, Hydra,
-files or tokenizers here. Around it: ``translation_module.py`` (the LightningModule),
-``translator.py`` (loading a run folder for ``translate.py``), ``metrics.py``, ``plotting.py``
-and ``schedule.py``.
+Plain ``nn.Module``s and functions, tensors in and tensors out: no Lightning, Hydra, files or
+tokenizers at this level. Around it, one subpackage each:
+
+- ``model.training``: the LightningModule, learning-rate schedule, checkpoint I/O, precision probe, metrics;
+- ``model.views``: attention pictures, the explorer page, attention statistics and the callback writing them;
+- ``model.inference``: reading a run folder safely and translating with it (no Lightning).
 """
 
 from model.attention import Attention, KVCache, MultiHeadAttention, causal_mask
-from model.search import SearchConfig, beam_search, greedy_decode
+from model.search import SearchConfig, beam_search, greedy_decode, sentence_attention
 from model.transformer import Seq2SeqTransformer
 
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "beam_search",
     "causal_mask",
     "greedy_decode",
+    "sentence_attention",
 ]
 # ``search()`` itself is imported from ``model.search``: a package attribute of that name
 # would hide the submodule (and Hydra's ``_target_: model.search.SearchConfig``).

@@ -130,16 +130,18 @@ class Attention(nn.Module):
         v: Tensor,
         causal: bool = False,
         key_padding_mask: Tensor | None = None,
-        need_weights: bool = False,
-    ) -> Tensor | tuple[Tensor, Tensor]:
-        """q: (Lq, d) or (B, Lq, d); k, v: (Lk, d) or (B, Lk, d); key_padding_mask: (B, Lk)."""
+    ) -> tuple[Tensor, Tensor]:
+        """q: (Lq, d) or (B, Lq, d); k, v: (Lk, d) or (B, Lk, d); key_padding_mask: (B, Lk).
+
+        Returns the output (B?, Lq, d_head) and the weights (B?, Lq, Lk), as the article prints both.
+        """
         Q, K, V = self.WQ(q), self.WK(k), self.WV(v)  # (B?, L, d_head)
         blocked = blocked_positions(Q.size(-2), K.size(-2), causal, key_padding_mask, Q.device)
         if blocked is not None and blocked.dim() == 4:
             blocked = blocked.squeeze(1)  # one head: (B, Lq or 1, Lk)
         weights = attention_weights(Q, K, blocked)  # (B?, Lq, Lk)
         out = weights @ V  # step 4: (B?, Lq, d_head)
-        return (out, weights) if need_weights else out
+        return out, weights
 
 
 @dataclass
@@ -216,11 +218,11 @@ class MultiHeadAttention(nn.Module):
         key_padding_mask: Tensor | None = None,
         need_weights: bool = False,
         cache: KVCache | None = None,
-    ) -> Tensor | tuple[Tensor, Tensor]:
+    ) -> tuple[Tensor, Tensor | None]:
         """q: (B, Lq, d) or (Lq, d); k, v: (B, Lk, d) or (Lk, d); key_padding_mask (B, Lk), True = pad.
 
-        Returns (B, Lq, d_model) — or (B, Lq, heads·d_head) without out_proj — and with
-        ``need_weights`` also the per-head weights (B, heads, Lq, Lk).
+        Returns the output (B, Lq, d_model) — (B, Lq, heads·d_head) without out_proj — and the
+        per-head weights (B, heads, Lq, Lk) with ``need_weights``, else ``None`` (as ``torch.nn``).
         """
         unbatched = q.dim() == 2
         if unbatched:
@@ -254,7 +256,8 @@ class MultiHeadAttention(nn.Module):
         out = out.transpose(1, 2).flatten(2)  # concatenate heads: (B, Lq, H·d_head)
         if self.out_proj is not None:
             out = self.out_proj(out)  # W_O: back to (B, Lq, d_model)
+        weights = weights if need_weights else None  # the explicit path without the fused kernel computes them anyway
         if unbatched:
             out = out.squeeze(0)
             weights = weights.squeeze(0) if weights is not None else None
-        return (out, weights) if need_weights else out
+        return out, weights

@@ -24,7 +24,10 @@ class FeedForward(nn.Module):
 
 
 class Residual(nn.Module):
-    """Runs a sublayer with its residual connection, LayerNorm before (pre) or after (post) it."""
+    """The residual connection around a sublayer, with its LayerNorm before (pre) or after (post) it.
+
+    A layer calls ``h = block.norm_in(x)``, runs its sublayer on ``h``, then ``x = block.add(x, out)``.
+    """
 
     def __init__(self, d_model: int, dropout: float, norm_first: bool) -> None:
         super().__init__()
@@ -32,12 +35,14 @@ class Residual(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
 
-    def forward(self, x: Tensor, sublayer) -> tuple[Tensor, Tensor | None]:
-        """``sublayer(h) -> (output, weights or None)``; returns (new x, weights)."""
-        h = self.norm(x) if self.norm_first else x
-        out, weights = sublayer(h)
+    def norm_in(self, x: Tensor) -> Tensor:
+        """What the sublayer reads: LN(x) in pre-norm, x itself in post-norm."""
+        return self.norm(x) if self.norm_first else x
+
+    def add(self, x: Tensor, out: Tensor) -> Tensor:
+        """x + Dropout(out), normalized afterwards in post-norm."""
         x = x + self.dropout(out)
-        return (x if self.norm_first else self.norm(x)), weights
+        return x if self.norm_first else self.norm(x)
 
 
 class EncoderLayer(nn.Module):
@@ -53,14 +58,11 @@ class EncoderLayer(nn.Module):
     def forward(
         self, x: Tensor, padding_mask: Tensor | None = None, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
-        """x: (B, S, d_model), padding_mask: (B, S) True = pad. Returns x and (B, H, S, S) weights."""
-
-        def self_attention(h: Tensor):
-            result = self.self_attn(h, h, h, key_padding_mask=padding_mask, need_weights=need_weights)
-            return result if need_weights else (result, None)
-
-        x, weights = self.attn_block(x, self_attention)
-        x, _ = self.ff_block(x, lambda h: (self.feed_forward(h), None))
+        """x: (B, S, d_model), padding_mask: (B, S) True = pad. Returns x and the (B, H, S, S) weights or None."""
+        h = self.attn_block.norm_in(x)
+        out, weights = self.self_attn(h, h, h, key_padding_mask=padding_mask, need_weights=need_weights)
+        x = self.attn_block.add(x, out)
+        x = self.ff_block.add(x, self.feed_forward(self.ff_block.norm_in(x)))
         return x, weights
 
 
@@ -90,27 +92,22 @@ class DecoderLayer(nn.Module):
         cross_cache: KVCache | None = None,
         need_weights: bool = False,
         causal: bool = True,
-    ) -> tuple[Tensor, tuple[Tensor, Tensor | None] | None]:
-        """y: (B, T, d_model), memory: (B, S, d_model). Returns y and (self, cross) weights.
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """y: (B, T, d_model), memory: (B, S, d_model). Returns y, the self- and the cross-attention
+        weights ((B, H, T, T) and (B, H, T, S) with ``need_weights``, else None; cross None without it).
 
         Target padding needs no mask here: targets are right-padded, so under the causal
         mask a real token never sees a pad token that comes after it. ``causal=False``
         lifts the mask (an ablation: the decoder then sees the very tokens it must predict).
         """
-
-        def masked_self_attention(h: Tensor):
-            result = self.self_attn(h, h, h, causal=causal, need_weights=need_weights, cache=self_cache)
-            return result if need_weights else (result, None)
-
-        def cross_attention(h: Tensor):
-            result = self.cross_attn(
-                h, memory, memory, key_padding_mask=memory_padding_mask, need_weights=need_weights, cache=cross_cache
-            )
-            return result if need_weights else (result, None)
-
-        y, self_weights = self.self_block(y, masked_self_attention)
+        h = self.self_block.norm_in(y)
+        out, self_weights = self.self_attn(h, h, h, causal=causal, need_weights=need_weights, cache=self_cache)
+        y = self.self_block.add(y, out)
         cross_weights = None
         if self.cross_attn is not None:
-            y, cross_weights = self.cross_block(y, cross_attention)
-        y, _ = self.ff_block(y, lambda h: (self.feed_forward(h), None))
-        return y, ((self_weights, cross_weights) if need_weights else None)
+            h = self.cross_block.norm_in(y)
+            out, cross_weights = self.cross_attn(h, memory, memory, key_padding_mask=memory_padding_mask,
+                                                 need_weights=need_weights, cache=cross_cache)
+            y = self.cross_block.add(y, out)
+        y = self.ff_block.add(y, self.feed_forward(self.ff_block.norm_in(y)))
+        return y, self_weights, cross_weights

@@ -1,16 +1,16 @@
 """Batched greedy and beam search with the incremental-decoding cache, behind one entry point.
 
 ``search(model, src, bos, eos, SearchConfig(...))`` is how everything translates —
-validation, test, ``translate.py`` and the attention pictures — in the spirit of the
-Annotated Transformer's ``decode(encode(src))`` and JoeyNMT's ``search()``. Each step
-feeds only the newest token; self-attention keys/values of earlier steps and the encoder
-memory's cross-attention keys/values come from the cache.
+validation, test and ``translate.py`` — in the spirit of the Annotated Transformer's
+``decode(encode(src))`` and JoeyNMT's ``search()``. Each step feeds only the newest token;
+self-attention keys/values of earlier steps and the encoder memory's cross-attention
+keys/values come from the cache. ``sentence_attention`` then recomputes, by teacher forcing,
+every attention weight of one translated sentence, for exactly the ids the search produced.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -20,7 +20,10 @@ from model.transformer import AttentionMaps, Seq2SeqTransformer
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """How to search: beam width (1 = greedy), GNMT length penalty, output length limit."""
+    """How to search: beam width (1 = greedy), GNMT length penalty, output length limit.
+
+    The one place the search defaults are written; the training config and translate.py start from it.
+    """
 
     beam_size: int = 5
     length_penalty: float = 0.6  # alpha; 0 ranks hypotheses by raw log-probability
@@ -49,46 +52,28 @@ class SentenceAttention:
     maps: AttentionMaps  # per layer (heads, query_len, key_len)
 
 
-@dataclass
-class SearchOutput:
-    """The search's result: per source row the output ids, EOS and padding removed."""
-
-    ids: list[list[int]]
-    attention: dict[int, SentenceAttention] = field(default_factory=dict)  # for the rows asked for
-
-
 @torch.no_grad()
-def search(
-    model: Seq2SeqTransformer,
-    src: Tensor,
-    bos_id: int,
-    eos_id: int,
-    config: SearchConfig = SearchConfig(),
-    attention_rows: Sequence[int] = (),
-) -> SearchOutput:
-    """Translate a right-padded batch src (B, S): greedy or beam search, EOS cut off.
+def search(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
+           config: SearchConfig = SearchConfig()) -> list[list[int]]:
+    """Translate a right-padded batch src (B, S) by greedy or beam search.
 
-    ``attention_rows``: source rows whose attention weights to return, recomputed for
-    exactly the ids this search produced (the beam's winner, not a re-translation).
+    Returns per source row the output ids as produced: up to and including the EOS when the
+    search reached one, without padding (the tokenizer's decoding drops the EOS).
     """
     if config.beam_size == 1:
-        tokens = greedy_decode(model, src, bos_id, eos_id, config.max_len_a, config.max_len_b)
+        tokens = greedy_decode(model, src, bos_id, eos_id, config)
     else:
-        tokens, _ = beam_search(model, src, bos_id, eos_id, config.beam_size, config.length_penalty,
-                                config.max_len_a, config.max_len_b)
-    ids = strip_special(tokens, eos_id, model.pad_id)
-    ended = (tokens == eos_id).any(dim=1).tolist()
-    attention = {}
-    for row in attention_rows:
-        outputs = ids[row] + ([eos_id] if ended[row] else [])
-        attention[row] = sentence_attention(model, src[row][src[row] != model.pad_id].tolist(), outputs, bos_id)
-    return SearchOutput(ids, attention)
+        tokens, _ = beam_search(model, src, bos_id, eos_id, config)
+    return produced_ids(tokens, eos_id, model.pad_id)
 
 
 @torch.no_grad()
 def sentence_attention(model: Seq2SeqTransformer, src_ids: list[int], output_ids: list[int],
                        bos_id: int) -> SentenceAttention:
-    """Attention weights of one sentence pair by teacher forcing (equal to those of cached decoding)."""
+    """Attention weights of one sentence pair by teacher forcing (equal to those of cached decoding).
+
+    ``src_ids`` without padding; ``output_ids`` as ``search`` returned them.
+    """
     device = next(model.parameters()).device
     input_ids = [bos_id] + output_ids[:-1]
     maps = model.attention_maps(torch.tensor([src_ids], device=device), torch.tensor([input_ids], device=device))
@@ -109,13 +94,15 @@ def greedy_decode(
     src: Tensor,
     bos_id: int,
     eos_id: int,
-    max_len_a: float = 1.5,
-    max_len_b: int = 10,
+    config: SearchConfig = SearchConfig(),
     use_cache: bool = True,
 ) -> Tensor:
-    """src (B, S) -> tokens (B, T) without BOS, ending at EOS, then padded with ``pad_id``."""
+    """src (B, S) -> tokens (B, T) without BOS, ending at EOS, then padded with ``pad_id``.
+
+    Only ``config``'s length limits apply; ``use_cache=False`` re-runs the whole prefix each step.
+    """
     pad_id, batch = model.pad_id, src.size(0)
-    max_steps = max_output_length(src, pad_id, max_len_a, max_len_b, model.max_len)
+    max_steps = max_output_length(src, pad_id, config.max_len_a, config.max_len_b, model.max_len)
     memory = model.encode(src)
     cache = model.new_cache() if use_cache else None
     tokens = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)
@@ -142,10 +129,7 @@ def beam_search(
     src: Tensor,
     bos_id: int,
     eos_id: int,
-    beam_size: int = 5,
-    length_penalty: float = 0.6,
-    max_len_a: float = 1.5,
-    max_len_b: int = 10,
+    config: SearchConfig = SearchConfig(),
 ) -> tuple[Tensor, Tensor]:
     """src (B, S) -> best tokens (B, T) (as ``greedy_decode``) and their normalized scores (B,).
 
@@ -153,9 +137,9 @@ def beam_search(
     cost, so they compete with the live ones until the end. With ``beam_size=1`` this is
     exactly greedy decoding.
     """
-    pad_id, batch, k = model.pad_id, src.size(0), beam_size
+    pad_id, batch, k = model.pad_id, src.size(0), config.beam_size
     device = src.device
-    max_steps = max_output_length(src, pad_id, max_len_a, max_len_b, model.max_len)
+    max_steps = max_output_length(src, pad_id, config.max_len_a, config.max_len_b, model.max_len)
     # Every source row is repeated k times: row b*k + j is hypothesis j of sentence b.
     src = src.repeat_interleave(k, dim=0)  # (B·k, S)
     memory = model.encode(src)
@@ -184,7 +168,7 @@ def beam_search(
         finished = finished | (next_token == eos_id)
         if finished.all():
             break
-    normalized = scores / length_penalty_factor(lengths.view(batch, k), length_penalty)
+    normalized = scores / length_penalty_factor(lengths.view(batch, k), config.length_penalty)
     best = normalized.argmax(dim=-1)  # (B,)
     rows = best + torch.arange(batch, device=device) * k
     return tokens[rows, 1:], normalized.gather(1, best[:, None]).squeeze(1)
@@ -200,15 +184,15 @@ def sequence_log_prob(model: Seq2SeqTransformer, src: Tensor, hyp: Tensor, bos_i
     return token_lp.masked_fill(hyp == pad_id, 0.0).sum(dim=1)
 
 
-def strip_special(tokens: Tensor, eos_id: int, pad_id: int) -> list[list[int]]:
-    """(B, T) ids -> per-sentence id lists, cut at the first EOS, padding removed."""
+def produced_ids(tokens: Tensor, eos_id: int, pad_id: int) -> list[list[int]]:
+    """(B, T) ids -> per-sentence id lists up to and including the first EOS, padding removed."""
     result = []
     for row in tokens.tolist():
         ids = []
         for t in row:
-            if t == eos_id:
-                break
             if t != pad_id:
                 ids.append(t)
+            if t == eos_id:
+                break
         result.append(ids)
     return result

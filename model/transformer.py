@@ -105,16 +105,21 @@ class Seq2SeqTransformer(nn.Module):
         """(B, S) bool, True at padding."""
         return src == self.pad_id
 
-    def encode(self, src: Tensor, need_weights: bool = False) -> Tensor | tuple[Tensor, list[Tensor]]:
-        """src (B, S) -> memory (B, S, d_model) [, encoder self-attention weights per layer]."""
+    def encode(self, src: Tensor) -> Tensor:
+        """src (B, S) -> memory (B, S, d_model)."""
+        memory, _ = self._run_encoder(src, need_weights=False)
+        return memory
+
+    def _run_encoder(self, src: Tensor, need_weights: bool) -> tuple[Tensor, list[Tensor]]:
+        """The encoder stack; returns the memory and each layer's self-attention weights (empty without them)."""
         padding = self.src_padding_mask(src)
         x = self.src_embed(src)
         maps = []
         for layer in self.encoder_layers:
-            x, weights = layer(x, padding, need_weights)
-            maps.append(weights)
-        x = self.encoder_norm(x)
-        return (x, maps) if need_weights else x
+            x, weights = layer(x, padding, need_weights)  # weights: (B, H, S, S) or None
+            if weights is not None:
+                maps.append(weights)
+        return self.encoder_norm(x), maps
 
     def new_cache(self) -> DecoderCache:
         """Empty caches for incremental decoding (see ``model/search.py``)."""
@@ -127,10 +132,9 @@ class Seq2SeqTransformer(nn.Module):
         memory: Tensor,
         src: Tensor,
         cache: DecoderCache | None = None,
-        need_weights: bool = False,
         output_mask: Tensor | None = None,
         causal: bool = True,
-    ) -> Tensor | tuple[Tensor, list, list]:
+    ) -> Tensor:
         """tgt_in (B, T), memory (B, S, d), src (B, S) -> logits (B, T, tgt_vocab).
 
         With ``cache``, ``tgt_in`` holds only the new steps; earlier steps' keys/values
@@ -138,6 +142,17 @@ class Seq2SeqTransformer(nn.Module):
         ``output_mask`` (bool (B, T)): logits only where it is True, as (N, tgt_vocab).
         ``causal=False``: no causal mask (the ``causal_decoder`` ablation, in training).
         """
+        y, _, _ = self._run_decoder(tgt_in, memory, src, cache, need_weights=False, causal=causal)
+        if output_mask is not None:
+            y = y[output_mask]  # (N, d_model): the vocabulary projection skips what is not asked for
+        return self.output(self.decoder_norm(y))  # (B, T, tgt_vocab) or (N, tgt_vocab)
+
+    def _run_decoder(
+        self, tgt_in: Tensor, memory: Tensor, src: Tensor, cache: DecoderCache | None, need_weights: bool,
+        causal: bool,
+    ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
+        """The decoder stack, before its final norm: (B, T, d_model), and per layer the masked
+        self- and cross-attention weights (empty lists without ``need_weights``)."""
         offset = cache.steps if cache is not None else 0
         y = self.tgt_embed(tgt_in, offset)
         padding = self.src_padding_mask(src)
@@ -145,17 +160,12 @@ class Seq2SeqTransformer(nn.Module):
         for i, layer in enumerate(self.decoder_layers):
             self_cache = cache.self_attn[i] if cache is not None else None
             cross_cache = cache.cross_attn[i] if cache is not None else None
-            y, weights = layer(y, memory, padding, self_cache, cross_cache, need_weights, causal)
-            if need_weights:
-                self_maps.append(weights[0])
-                if weights[1] is not None:
-                    cross_maps.append(weights[1])
+            y, self_weights, cross_weights = layer(y, memory, padding, self_cache, cross_cache, need_weights, causal)
+            self_maps += [self_weights] if self_weights is not None else []
+            cross_maps += [cross_weights] if cross_weights is not None else []
         if cache is not None:
             cache.steps += tgt_in.size(1)
-        if output_mask is not None:
-            y = y[output_mask]  # (N, d_model): the vocabulary projection skips what is not asked for
-        logits = self.output(self.decoder_norm(y))  # (B, T, tgt_vocab) or (N, tgt_vocab)
-        return (logits, self_maps, cross_maps) if need_weights else logits
+        return y, self_maps, cross_maps
 
     def forward(self, src: Tensor, tgt_in: Tensor, output_mask: Tensor | None = None) -> Tensor:
         """Teacher forcing: src (B, S), tgt_in (B, T) -> logits (B, T, tgt_vocab).
@@ -170,6 +180,6 @@ class Seq2SeqTransformer(nn.Module):
     @torch.no_grad()
     def attention_maps(self, src: Tensor, tgt_in: Tensor) -> AttentionMaps:
         """All attention weights for a (source, target) pair, via the explicit math path."""
-        memory, encoder_maps = self.encode(src, need_weights=True)
-        _, self_maps, cross_maps = self.decode(tgt_in, memory, src, need_weights=True)
+        memory, encoder_maps = self._run_encoder(src, need_weights=True)
+        _, self_maps, cross_maps = self._run_decoder(tgt_in, memory, src, None, need_weights=True, causal=True)
         return AttentionMaps(encoder_maps, self_maps, cross_maps)

@@ -36,9 +36,9 @@ from hydra import compose, initialize_config_dir
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
-from model.precision import choose_precision
-from model.search import greedy_decode
-from model.translation_module import label_smoothed_loss
+from model.search import SearchConfig, greedy_decode
+from model.training.precision import choose_precision
+from model.training.translation_module import label_smoothed_loss
 from model.transformer import Seq2SeqTransformer
 from torch_peer import TorchTransformer  # scripts/torch_peer.py, beside this file
 
@@ -258,7 +258,7 @@ def main() -> None:
 
     def decode_ours(use_cache: bool):
         for batch in batches:
-            greedy_decode(default_model, batch, BOS, -1, max_len_a=0.0, max_len_b=max_steps, use_cache=use_cache)
+            greedy_decode(default_model, batch, BOS, -1, SearchConfig(max_len_a=0.0, max_len_b=max_steps), use_cache)
 
     def decode_peer():
         for batch in batches:

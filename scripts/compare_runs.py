@@ -121,7 +121,7 @@ def markdown(rows: list[dict[str, object]]) -> str:
 
 
 def plot(curves: dict[str, list[tuple[float, float]]], path: Path) -> None:
-    from model.plotting import plt, save_figure
+    from model.views.plotting import plt, save_figure
 
     fig, ax = plt.subplots(figsize=(9, 5.5), dpi=80, layout="constrained")
     for label, curve in curves.items():

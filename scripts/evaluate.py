@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from model.metrics import Scores, corpus_scores
+from model.training.metrics import Scores, corpus_scores
 
 
 def read_references(path: str | Path) -> list[list[str]]:

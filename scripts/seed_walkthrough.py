@@ -75,7 +75,7 @@ def main() -> int:
         results.append(check("'map' attends to itself (89.6%)", weights[2:, 2:], 3))
         out = weights @ V
         show("Step 4: softmax × V = self-attention", out, TOKENS)
-        results.append(check("self-attention", attn(x, x, x), 4))
+        results.append(check("self-attention", attn(x, x, x)[0], 4))
 
         mask = causal_mask(3, 3)
         show("Mask M (0 = look, -inf = blocked; the spreadsheet uses -1e23)",
@@ -83,11 +83,11 @@ def main() -> int:
         masked_weights = attention_weights(Q, K, mask)
         show("Masked softmax: the future gets exactly 0%", masked_weights, TOKENS)
         show("Masked softmax × V = masked self-attention", masked_weights @ V, TOKENS)
-        results.append(check("masked self-attention", attn(x, x, x, causal=True), 4))
+        results.append(check("masked self-attention", attn(x, x, x, causal=True)[0], 4))
 
         torch.manual_seed(42)
         heads = MultiHeadAttention(2, num_heads=2, d_head=2, out_proj=False)
-        concatenated = heads(x, x, x)
+        concatenated, _ = heads(x, x, x)
         show("Two heads, concatenated (head 1 = the seed-42 head above)", concatenated, TOKENS)
         results.append(check("two heads, concatenated", concatenated, 4))
 

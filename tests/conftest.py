@@ -1,4 +1,5 @@
-"""Shared fixtures: the real corpus built once per test session, in a temporary cache; one smoke run."""
+"""Shared fixtures: the real corpus (found as train.py finds it), its data built once per test session
+in a temporary cache, and one smoke run."""
 
 import os
 from pathlib import Path
@@ -8,14 +9,34 @@ import pytest
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
 
-from data.corpus import SHARED_COPY  # noqa: E402
 from helpers import train_in_process  # noqa: E402
+
+# Tests that need the real corpus, its data built or a trained run: the slow tier.
+SLOW_FIXTURES = {"corpus_path", "data_cache", "full_datamodule", "smoke_run"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every test that uses a slow fixture (``python -m pytest -m "not slow"`` leaves them
+    out), and leave out the ``cuda`` tests unless ``-m`` names them (``scripts/gpu_check.sh``: ``-m cuda``)."""
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+    if "cuda" not in config.getoption("markexpr"):
+        on_gpu = [item for item in items if item.get_closest_marker("cuda")]
+        config.hook.pytest_deselected(items=on_gpu)
+        items[:] = [item for item in items if not item.get_closest_marker("cuda")]
 
 
 @pytest.fixture(scope="session")
 def corpus_path() -> Path:
-    assert SHARED_COPY.is_file(), f"the tests need the corpus at {SHARED_COPY}"
-    return SHARED_COPY
+    """The Tatoeba corpus where ``python train.py`` would find it: ``$SPA_ENG_DATA``, ``../shared/data/``,
+    the cache, else a download into the cache. Without any of these: one line saying how to provide it."""
+    from data.corpus import CorpusNotFoundError, locate_corpus
+
+    try:
+        return locate_corpus()
+    except CorpusNotFoundError as error:
+        pytest.fail(f"these tests need the Tatoeba corpus. {error}", pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -34,8 +55,8 @@ def full_datamodule(corpus_path, data_cache):
 
 
 @pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory, data_cache) -> Path:
+def smoke_run(tmp_path_factory, corpus_path, data_cache) -> Path:
     """A finished ``experiment=smoke`` run folder (wandb offline), shared by several tests."""
     run_dir = tmp_path_factory.mktemp("runs") / "smoke"
-    train_in_process(run_dir, data_cache)
+    train_in_process(run_dir, data_cache, f"data.corpus_path={corpus_path}")
     return run_dir

@@ -1,4 +1,4 @@
-"""Helpers shared by the tests: composing and running train.py, a tiny generated corpus."""
+"""Helpers shared by the tests: a tiny model, composing and running train.py, a tiny generated corpus."""
 
 from __future__ import annotations
 
@@ -6,10 +6,22 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
 from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
+from model.transformer import Seq2SeqTransformer
+
 ROOT = Path(__file__).resolve().parents[1]
+PAD, BOS, EOS = 0, 1, 2  # the special ids of this project's tokenizers
+
+
+def tiny_model(vocab: int = 20, seed: int = 0, **overrides) -> Seq2SeqTransformer:
+    """A seeded small ``Seq2SeqTransformer`` (one joint vocabulary of ``vocab`` ids) in evaluation mode:
+    d_model 32, 4 heads, 2+2 layers, d_ff 64, no dropout, 64 positions, unless ``overrides`` say otherwise."""
+    torch.manual_seed(seed)
+    shape = dict(d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, d_ff=64, dropout=0.0, max_len=64)
+    return Seq2SeqTransformer(vocab, vocab, **(shape | overrides)).eval()
 
 
 def compose_train(*overrides: str) -> DictConfig:
@@ -46,8 +58,18 @@ def small_corpus(folder: Path, n: int = 300) -> Path:
     return path
 
 
+def small_datamodule(folder: Path):
+    """The data module on ``small_corpus`` (300-token BPE, 512-token batches, 10% validation and test), set up."""
+    from data.datamodule import TranslationDataModule
+
+    datamodule = TranslationDataModule(corpus_path=str(small_corpus(folder)), cache_dir=str(folder / "cache"),
+                                       vocab_size=300, max_tokens=512, val_fraction=0.1, test_fraction=0.1)
+    datamodule.setup()
+    return datamodule
+
+
 def explorer_data(page: Path) -> dict:
-    """The JSON an explorer page embeds (``model/explorer.py``), parsed back."""
+    """The JSON an explorer page embeds (``model/views/explorer.py``), parsed back."""
     import json
     import re
 

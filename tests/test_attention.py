@@ -21,8 +21,8 @@ WV = [[0.6233, -0.5188], [0.6146, 0.1323]]
 def test_seeded_attention_reproduces_article():
     torch.manual_seed(42)
     attn = Attention(2)
-    torch.testing.assert_close(attn(C, C, C), SELF_ATTENTION, atol=1e-4, rtol=0)
-    torch.testing.assert_close(attn(C, C, C, causal=True), MASKED_SELF_ATTENTION, atol=1e-4, rtol=0)
+    torch.testing.assert_close(attn(C, C, C)[0], SELF_ATTENTION, atol=1e-4, rtol=0)
+    torch.testing.assert_close(attn(C, C, C, causal=True)[0], MASKED_SELF_ATTENTION, atol=1e-4, rtol=0)
     torch.testing.assert_close(attn.WQ.weight, torch.tensor(WQ), atol=1e-4, rtol=0)
 
 
@@ -33,8 +33,8 @@ def test_printed_weights_loaded_by_hand_reproduce_article():
             layer.weight.copy_(torch.tensor(w))
     # The printed weights are rounded to 4 decimals (±5e-5 each); through encodings as
     # large as 4.41 that moves the outputs by up to ~2.2e-4, so 1e-4 cannot hold here.
-    torch.testing.assert_close(attn(C, C, C), SELF_ATTENTION, atol=3e-4, rtol=0)
-    torch.testing.assert_close(attn(C, C, C, causal=True), MASKED_SELF_ATTENTION, atol=3e-4, rtol=0)
+    torch.testing.assert_close(attn(C, C, C)[0], SELF_ATTENTION, atol=3e-4, rtol=0)
+    torch.testing.assert_close(attn(C, C, C, causal=True)[0], MASKED_SELF_ATTENTION, atol=3e-4, rtol=0)
 
 
 @pytest.mark.parametrize("fused", [True, False])
@@ -42,7 +42,7 @@ def test_seeded_two_heads_concat_reproduces_article(fused):
     torch.manual_seed(42)
     mha = MultiHeadAttention(2, num_heads=2, d_head=2, out_proj=False)
     mha.fused = fused
-    torch.testing.assert_close(mha(C, C, C), TWO_HEADS, atol=1e-4, rtol=0)
+    torch.testing.assert_close(mha(C, C, C)[0], TWO_HEADS, atol=1e-4, rtol=0)
     # The first head is the single-head article example, its weights packed in place.
     wq, wk, wv = mha.head_weights(0)
     torch.testing.assert_close(wq, torch.tensor(WQ), atol=1e-4, rtol=0)
@@ -85,11 +85,11 @@ def test_multi_head_matches_torch_nn(case, bias):
     attn_mask = causal_mask(5, 5) if causal else None
     expected, expected_w = ref(x, k, k, key_padding_mask=key_padding, attn_mask=attn_mask, average_attn_weights=False)
     for need_weights in (False, True):
-        out = ours(x, k, k, causal=causal, key_padding_mask=key_padding, need_weights=need_weights)
-        got = out[0] if need_weights else out
+        got, weights = ours(x, k, k, causal=causal, key_padding_mask=key_padding, need_weights=need_weights)
+        assert (weights is None) == (not need_weights)  # one return type: (output, weights or None)
         assert (got - expected).abs().max() <= 1e-5
         if need_weights:
-            assert (out[1] - expected_w).abs().max() <= 1e-5
+            assert (weights - expected_w).abs().max() <= 1e-5
 
 
 def test_explicit_and_fused_paths_agree_and_weights_are_distributions():
@@ -98,7 +98,7 @@ def test_explicit_and_fused_paths_agree_and_weights_are_distributions():
     x = torch.randn(2, 6, 32)
     padding = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])
     for causal in (False, True):
-        fused = mha(x, x, x, causal=causal, key_padding_mask=padding)
+        fused, _ = mha(x, x, x, causal=causal, key_padding_mask=padding)
         explicit, weights = mha(x, x, x, causal=causal, key_padding_mask=padding, need_weights=True)
         torch.testing.assert_close(fused, explicit, atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(weights.sum(-1), torch.ones(2, 4, 6))
@@ -130,11 +130,10 @@ def test_float64_recomputation_and_gradcheck():
         scores = scores.masked_fill(padding[:, None, :], float("-inf"))
         heads.append(scores.softmax(-1) @ (x @ wv.T + bv))
     expected = mha.out_proj(torch.cat(heads, dim=-1))
-    torch.testing.assert_close(mha(x, x, x, key_padding_mask=padding), expected, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(mha(x, x, x, key_padding_mask=padding)[0], expected, atol=1e-12, rtol=1e-12)
     for need_weights in (False, True):
         def run(inp):
-            out = mha(inp, inp, inp, causal=True, key_padding_mask=padding, need_weights=need_weights)
-            return out[0] if need_weights else out
+            return mha(inp, inp, inp, causal=True, key_padding_mask=padding, need_weights=need_weights)[0]
         assert torch.autograd.gradcheck(run, (x,))
 
 
@@ -154,7 +153,7 @@ def test_single_head_padding_and_causal_masks_equal_one_head_of_mha(causal):
         mha.in_proj_weight.copy_(torch.cat([head.WQ.weight, head.WK.weight, head.WV.weight]))
     x = torch.randn(2, 5, 8)
     padding = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
-    out, weights = head(x, x, x, causal=causal, key_padding_mask=padding, need_weights=True)
+    out, weights = head(x, x, x, causal=causal, key_padding_mask=padding)
     expected, expected_weights = mha(x, x, x, causal=causal, key_padding_mask=padding, need_weights=True)
     torch.testing.assert_close(out, expected)
     torch.testing.assert_close(weights, expected_weights[:, 0])  # (B, Lq, Lk): the one head

@@ -42,7 +42,7 @@ def test_second_run_reuses_the_cache(tmp_path, monkeypatch):
     assert warm.report.skipped_malformed == 1
 
     changed = TranslationDataModule(**(settings | {"vocab_size": 320}))
-    assert changed.cache_dir() != cold.cache_dir()  # other settings, other cache
+    assert changed.settings_folder() != cold.settings_folder()  # other settings, other cache
 
 
 def test_batches_and_vocabulary(tmp_path):
@@ -83,7 +83,7 @@ def test_a_damaged_cache_is_rebuilt_never_reused_with_another_tokenizer(tmp_path
                     max_tokens=512)
     first = TranslationDataModule(**settings)
     first.setup()
-    folder = first.cache_dir()
+    folder = first.settings_folder()
     train_ids = list(first.splits["train"]["src_ids"])
     # 1. An unreadable token-id file: rebuilt, with a warning.
     damaged = next(folder.glob("tokenized-train-*.arrow"))

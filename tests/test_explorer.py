@@ -1,4 +1,4 @@
-"""model/explorer.py and model/explorer.html: the payload, and the page in a real headless browser."""
+"""model/views/explorer.py and explorer.html: the payload, and the page in a real headless browser."""
 
 import os
 from decimal import ROUND_HALF_UP, Decimal
@@ -7,9 +7,10 @@ import pytest
 import torch
 
 from helpers import explorer_data
-from model.explorer import explorer_html, read_steps, sentence_record, write_explorer
 from model.search import SentenceAttention
 from model.transformer import AttentionMaps
+from model.views import SentenceView
+from model.views.explorer import explorer_html, read_steps, sentence_record, write_explorer
 from scripts.screenshot_explorer import INSTALL_HINT, headless_chromium, save_full_page
 
 
@@ -29,7 +30,7 @@ def random_sentence(src=4, out=3, layers=2, heads=3, seed=0) -> SentenceAttentio
 def test_embedded_weights_parse_back_to_the_maps(tmp_path):
     sentence = random_sentence()
     src, inputs, outputs = ["¿Dónde", "▁</script>", "▁niño", "<eos>"], ["<bos>", "¡Hola", "!"], ["¡Hola", "!", "<eos>"]
-    record = sentence_record(sentence, src, inputs, outputs, "¿Dónde </script> niño", "¡Hola!")
+    record = sentence_record(SentenceView(sentence, src, inputs, outputs, "¿Dónde </script> niño", "¡Hola!"))
     page = write_explorer(tmp_path / "page.html", [{"label": "one", "sentences": [record]}], "a <title>")
     assert page.read_text(encoding="utf-8").count("</script>") == 2  # the token did not end the data block
     data = explorer_data(page)
@@ -119,7 +120,7 @@ def test_the_page_in_a_real_browser(browser, smoke_run, tmp_path):
 def test_a_model_without_cross_attention_shows_the_other_two_kinds(browser, tmp_path):
     sentence = random_sentence()
     sentence.maps.cross = []  # the cross_attention=false ablation
-    record = sentence_record(sentence, list("abcd"), list("xyz"), list("xyz"), "abcd", "xyz")
+    record = sentence_record(SentenceView(sentence, list("abcd"), list("xyz"), list("xyz"), "abcd", "xyz"))
     assert set(record["maps"]) == {"encoder_self", "decoder_self"}
     page = write_explorer(tmp_path / "page.html", [{"label": "one", "sentences": [record]}], "no cross")
     browser.get(page.resolve().as_uri())

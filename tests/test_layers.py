@@ -52,7 +52,7 @@ def test_decoder_layer_matches_torch_nn(norm_first):
     copy_into_reference(ours, ref)
     y, memory = torch.randn(2, 6, 16), torch.randn(2, 5, 16)
     memory_padding = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
-    out, _ = ours(y, memory, memory_padding)
+    out, _, _ = ours(y, memory, memory_padding)
     expected = ref(y, memory, tgt_mask=nn.Transformer.generate_square_subsequent_mask(6), tgt_is_causal=True,
                    memory_key_padding_mask=memory_padding)
     assert (out - expected).abs().max() <= 1e-5

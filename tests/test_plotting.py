@@ -1,9 +1,11 @@
-"""model/plotting.py: attention grids with tokens on the axes, one figure per attention type."""
+"""model/views/plotting.py: attention grids with tokens on the axes, one figure per attention type."""
 
 import torch
 
-from model.plotting import ATTENTION_TITLES, attention_figures, attention_grid, save_figure
+from model.search import SentenceAttention
 from model.transformer import AttentionMaps
+from model.views import ATTENTION_TITLES, SentenceView
+from model.views.plotting import attention_figures, attention_grid, save_figure
 
 
 def random_maps(layers=2, heads=3, src=4, out=5):
@@ -29,13 +31,14 @@ def test_grid_has_a_panel_per_layer_and_head_with_token_labels():
 
 def test_figures_put_the_right_tokens_on_each_kind(tmp_path):
     src, inputs, outputs = ["I", "▁go", "<eos>"], ["<bos>", "Voy", "."], ["Voy", ".", "<eos>"]
-    figures = attention_figures(random_maps(src=3, out=3), src, inputs, outputs, caption=" · test")
+    view = SentenceView(SentenceAttention([], [], [], random_maps(src=3, out=3)), src, inputs, outputs, "", "")
+    figures = attention_figures(view, caption=" · test")
     assert list(figures) == list(ATTENTION_TITLES)
     labels = {kind: ([t.get_text() for t in f.axes[0].get_yticklabels()],
                      [t.get_text() for t in f.axes[0].get_xticklabels()]) for kind, f in figures.items()}
     assert labels == {"encoder_self": (src, src), "decoder_self": (outputs, inputs), "cross": (outputs, src)}
     assert figures["cross"]._suptitle.get_text() == ATTENTION_TITLES["cross"] + " · test"
-    last = attention_figures(random_maps(src=3, out=3), src, inputs, outputs, kinds=("cross",), last_layer_only=True)
+    last = attention_figures(view, kinds=("cross",), last_layer_only=True)
     assert [a.get_title() for a in last["cross"].axes] == ["layer 2 · head 1", "layer 2 · head 2", "layer 2 · head 3"]
     save_figure(figures["cross"], tmp_path / "cross.png")
     assert (tmp_path / "cross.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,17 +1,17 @@
-"""model/precision.py: ``trainer.precision: auto`` picks bf16 only where it is measured faster."""
+"""model/training/precision.py: ``trainer.precision: auto`` picks bf16 only where it is measured faster."""
 
 import logging
 
 import pytest
 import torch
 
-import model.precision as precision
+import model.training.precision as precision
 
 
 def test_cpu_choice_follows_the_measured_speed(monkeypatch, caplog):
     speeds = {torch.float32: 200.0, torch.bfloat16: 900.0}  # a CPU with AMX
     monkeypatch.setattr(precision, "matmul_gflops", lambda dtype: speeds[dtype])
-    with caplog.at_level(logging.INFO, logger="model.precision"):
+    with caplog.at_level(logging.INFO, logger="model.training.precision"):
         assert precision.choose_precision("cpu") == "bf16-mixed"
     assert "bf16 900 vs fp32 200 GFLOP/s" in caplog.text
     speeds[torch.bfloat16] = 20.0  # a CPU that emulates bf16

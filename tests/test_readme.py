@@ -1,4 +1,5 @@
-"""README.md cannot drift from the code: every command in its code blocks is run or checked."""
+"""README.md and docs/ cannot drift from the code: every command in their code blocks is run or
+checked, and README's layout table names every file of model/, data/ and scripts/."""
 
 import re
 import shlex
@@ -11,7 +12,8 @@ from hydra import compose, initialize_config_dir
 from helpers import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-BLOCKS = re.findall(r"```(?:bash|sh|console)\n(.*?)```", README, flags=re.S)
+PAGES = [README] + [page.read_text(encoding="utf-8") for page in sorted((ROOT / "docs").glob("*.md"))]
+BLOCKS = [block for page in PAGES for block in re.findall(r"```(?:bash|sh|console)\n(.*?)```", page, flags=re.S)]
 COMMANDS = [line.strip() for block in BLOCKS for line in block.splitlines()
             if line.strip() and not line.strip().startswith("#")]
 
@@ -27,12 +29,25 @@ def split_pipeline(command: str) -> list[list[str]]:
 
 
 def test_quickstart_is_install_then_train_then_the_ci_test_command():
+    quickstart = README.split("\n## Quickstart\n")[1].split("\n## ")[0]
+    commands = [line.strip() for block in re.findall(r"```bash\n(.*?)```", quickstart, flags=re.S)
+                for line in block.splitlines()]
     ci = (ROOT / ".ci" / "run").read_text()
     test_command = next(line.strip() for line in ci.splitlines() if "pytest" in line and not line.startswith("#"))
-    assert test_command in COMMANDS  # README gives exactly CI's test command
-    install = next(c for c in COMMANDS if "pip install -e" in c)
+    assert test_command in commands  # README gives exactly CI's test command
+    install = next(c for c in commands if "pip install -e" in c)
     assert install in ci.splitlines()  # the same install line as CI, verbatim
-    assert "python train.py" in COMMANDS
+    assert "python train.py" in commands and 'python -m pytest -m "not slow"' in commands
+
+
+def test_the_layout_table_names_every_file():
+    layout = README.split("\n## Layout\n")[1].split("\n## ")[0]
+    files = [path.relative_to(ROOT).as_posix() for pattern in ("model/**/*.py", "data/**/*.py", "scripts/*")
+             for path in sorted(ROOT.glob(pattern)) if path.is_file() and "__pycache__" not in path.parts]
+    assert "model/views/plotting.py" in files and "data/corpus.py" in files
+    assert [f for f in files if f"`{f}`" not in layout] == []
+    named = re.findall(r"^\| `((?:model|data|scripts)/[^`]+\.(?:py|sh))` \|", layout, flags=re.M)
+    assert [f for f in named if not (ROOT / f).is_file()] == []  # and nothing that is not there
 
 
 def python_commands(script: str) -> list[list[str]]:
@@ -69,6 +84,7 @@ def test_every_translate_command_parses(args):
     assert cfg.run
 
 
+@pytest.mark.slow
 def test_scripts_named_in_readme_exist_and_answer_help():
     scripts = {argv[1] for c in COMMANDS for argv in split_pipeline(c) if argv[0] == "python"
                and argv[1].startswith("scripts/")}
@@ -79,6 +95,7 @@ def test_scripts_named_in_readme_exist_and_answer_help():
         assert result.returncode == 0, (script, result.stderr)
 
 
+@pytest.mark.slow
 def test_seed_walkthrough_runs_as_the_readme_says():
     result = subprocess.run([sys.executable, "scripts/seed_walkthrough.py"], cwd=ROOT, capture_output=True,
                             text=True, timeout=120)

@@ -1,12 +1,12 @@
-"""model/schedule.py: warm-up, inverse-square-root decay, and the decay to zero over the budget."""
+"""model/training/schedule.py: warm-up, inverse-square-root decay, and the decay to zero over the budget."""
 
 import doctest
 import math
 
 import pytest
 
-import model.schedule
-from model.schedule import budget_schedule, inverse_sqrt_schedule
+import model.training.schedule as schedule_module
+from model.training.schedule import budget_schedule, inverse_sqrt_schedule
 
 
 def test_warm_up_then_inverse_sqrt_decay():
@@ -36,7 +36,7 @@ def test_budget_schedule_floor_and_fallback_without_a_budget():
 
 
 def test_docstring_examples_and_bad_settings():
-    assert doctest.testmod(model.schedule).failed == 0
+    assert doctest.testmod(schedule_module).failed == 0
     with pytest.raises(ValueError, match="warmup_steps"):
         inverse_sqrt_schedule(0)
     with pytest.raises(ValueError, match="decay must be one of linear, cosine, inverse_sqrt"):

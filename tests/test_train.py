@@ -19,7 +19,7 @@ from data.datamodule import TranslationDataModule
 from helpers import ROOT, compose_train, explorer_data, run_train, train_in_process
 from model.search import SearchConfig
 from model.transformer import Seq2SeqTransformer
-from model.translation_module import NonFiniteLossError, TranslationModule
+from model.training.translation_module import NonFiniteLossError, TranslationModule
 from train import SettingsError
 
 PRESETS = [[], ["experiment=smoke"], ["experiment=gpu_base"], ["trainer=ddp"], ["logger=csv"],
@@ -55,6 +55,7 @@ def test_every_preset_instantiates(overrides, tmp_path):
         assert type(trainer.strategy).__name__ == "DDPStrategy"
 
 
+@pytest.mark.slow
 def test_unknown_key_fails_with_hydras_error():
     with pytest.raises(ConfigCompositionException, match="optim.lerning_rate"):
         compose_train("optim.lerning_rate=0.1")
@@ -188,7 +189,7 @@ def test_a_truncated_last_checkpoint_is_skipped(partial_run, data_cache, caplog)
 
 
 def test_a_non_finite_loss_stops_the_run_without_final_weights(tmp_path, data_cache, monkeypatch):
-    import model.translation_module as translation_module
+    import model.training.translation_module as translation_module
 
     real, calls = translation_module.label_smoothed_loss, []
 
@@ -203,3 +204,9 @@ def test_a_non_finite_loss_stops_the_run_without_final_weights(tmp_path, data_ca
         train_in_process(run, data_cache, "logger=csv", "test=false")
     assert not (run / "checkpoints" / "final.ckpt").exists()
     assert torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 20
+
+
+def test_the_training_search_is_search_configs_defaults():
+    # SearchConfig holds the defaults; configs/module/translation.yaml repeats them so that they can be overridden.
+    search = compose_train().module.search
+    assert SearchConfig(**{k: v for k, v in search.items() if k != "_target_"}) == SearchConfig()

@@ -4,17 +4,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from model.search import greedy_decode
+from helpers import BOS, EOS, PAD, tiny_model
+from model.search import SearchConfig, greedy_decode
 from model.transformer import Seq2SeqTransformer
-
-PAD, BOS, EOS = 0, 1, 2
-
-
-def tiny_model(**kw):
-    torch.manual_seed(0)
-    args = dict(d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=2, d_ff=64, dropout=0.0, max_len=64)
-    args.update(kw)
-    return Seq2SeqTransformer(20, 20, **args).eval()
 
 
 def test_forward_shape_and_padding_mask():
@@ -94,6 +86,7 @@ def copy_reverse_batch(batch, vocab=20, generator=None):
     return src, tgt
 
 
+@pytest.mark.slow
 def test_tiny_model_learns_copy_and_reverse():
     torch.manual_seed(0)
     model = Seq2SeqTransformer(20, 20, d_model=64, num_heads=4, num_encoder_layers=2, num_decoder_layers=2,
@@ -109,7 +102,7 @@ def test_tiny_model_learns_copy_and_reverse():
         optimizer.step()
     model.eval()
     src, tgt = copy_reverse_batch(200, generator=torch.Generator().manual_seed(1))
-    out = greedy_decode(model, src, BOS, EOS, max_len_a=2.0, max_len_b=2)
+    out = greedy_decode(model, src, BOS, EOS, SearchConfig(max_len_a=2.0, max_len_b=2))
     real = tgt != PAD
     width = min(out.size(1), tgt.size(1))
     correct = (out[:, :width] == tgt[:, :width]) & real[:, :width]

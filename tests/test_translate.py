@@ -12,7 +12,7 @@ import pytest
 
 from helpers import ROOT, explorer_data
 from model.search import SearchConfig
-from model.translator import Translator
+from model.inference.translator import Translator
 
 
 def translate(*args, stdin=None):
@@ -61,10 +61,9 @@ def test_attention_image(smoke_run, tmp_path):
     assert result.returncode == 0, result.stderr.decode()
     # The picture's axes are the ids of the printed translation (the same search, in-process).
     translator = Translator.load(smoke_run)
-    ids = translator.encode(["The sky is blue."])
-    texts, attention = translator.translate_ids(ids, SearchConfig(beam_size=2), attention_rows=(0,))
-    assert result.stdout.decode() == texts[0] + "\n"
-    n_src, n_out = len(attention[0].src_ids), len(attention[0].output_ids)
+    translation = translator.translate(["The sky is blue."], SearchConfig(beam_size=2))[0]
+    assert result.stdout.decode() == translation.text + "\n"
+    n_src, n_out = len(translation.src_ids), len(translation.output_ids)
     layers, heads = len(translator.model.decoder_layers), translator.model.decoder_layers[0].cross_attn.num_heads
     # attention_grid: max(2.5, 0.32·keys + 1.2) inches per head column, max(2.2, 0.32·queries + 1.2) per
     # layer row, at 80 dpi; matplotlib drops the fraction of a pixel.
@@ -92,12 +91,11 @@ def test_attention_explorer_page_of_the_printed_translation(smoke_run, tmp_path,
     assert (sentence["source"], sentence["translation"]) == ("The sky is blue.", translation)
     # The tokens are the tokenizer's tokens of the ids the search output, for this translation.
     translator = Translator.load(smoke_run)
-    ids = translator.encode(["The sky is blue."])
-    _, attention = translator.translate_ids(ids, SearchConfig(beam_size=beam_size), attention_rows=(0,))
+    expected = translator.translate(["The sky is blue."], SearchConfig(beam_size=beam_size))[0]
     tok = translator.tokenizer
-    assert sentence["outputs"] == tok.tgt_tokens(attention[0].output_ids)
-    assert sentence["src"] == tok.src_tokens(ids[0]) and sentence["inputs"][0] == "<bos>"
-    assert tok.decode_tgt([[t for t in attention[0].output_ids if t != tok.eos_id]]) == [translation]
+    assert sentence["outputs"] == tok.tgt_tokens(expected.output_ids)
+    assert sentence["src"] == tok.src_tokens(expected.src_ids) and sentence["inputs"][0] == "<bos>"
+    assert tok.decode_tgt([expected.output_ids]) == [translation]
     model = translator.model
     assert [len(sentence["maps"][kind]) for kind in ("encoder_self", "decoder_self", "cross")] == [
         len(model.encoder_layers), len(model.decoder_layers), len(model.decoder_layers)]
@@ -182,3 +180,28 @@ def test_a_huge_line_without_newlines_is_cut_with_one_warning(smoke_run, tmp_pat
     assert result.stdout.decode().count("\n") == 1  # one line in, one line out
     stderr = result.stderr.decode()
     assert stderr.count("were cut there") == 1 and stderr.count("truncated") == 1
+
+
+def test_the_runs_own_search_and_length_limit_unless_the_command_line_says_otherwise(smoke_run):
+    from translate import parse_args, search_config
+
+    run_search = Translator.load(smoke_run).settings.search
+    cfg, sentences = parse_args([f"run={smoke_run}", "Hello."])
+    assert search_config(cfg, run_search) == SearchConfig(beam_size=2) and sentences == ["Hello."]  # smoke's
+    cfg, _ = parse_args([f"run={smoke_run}", "beam_size=1", "max_len_b=3"])
+    assert search_config(cfg, run_search) == SearchConfig(beam_size=1, max_len_b=3)
+    # The run reads 128 source tokens (data.max_sentence_len); max_sentence_len=5 cuts there instead.
+    long_line = "word " * 200
+    for option, cut in (("", 128), ("max_sentence_len=5", 5)):
+        result = translate(f"run={smoke_run}", long_line, "beam_size=1", *filter(None, [option]))
+        assert result.returncode == 0 and f"longer than {cut} tokens were truncated" in result.stderr.decode()
+
+
+def test_translating_imports_none_of_trainings_libraries(smoke_run, tmp_path):
+    # What makes translate.py start at once: no Lightning, datasets, matplotlib or Hydra, even for the explorer page.
+    code = ("import sys, translate; code = translate.main(sys.argv[1:]); "
+            "print(sorted(m for m in ('lightning', 'datasets', 'matplotlib', 'hydra') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code, f"run={smoke_run}", "The sky is blue.",
+                             f"attention={tmp_path / 'sky.html'}"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "[]" and (tmp_path / "sky.html").is_file()

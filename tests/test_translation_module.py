@@ -1,21 +1,19 @@
-"""model/translation_module.py: the loss, the injected optimizer and schedule, and validation BLEU
-computed through the one search entry point."""
-
-from pathlib import Path
+"""model/training/translation_module.py: the loss, the injected optimizer and schedule, gradient
+clipping in bf16, validation BLEU through the one search entry point, and the sentences it hands
+to the attention views."""
 
 import lightning as L
+import lightning.pytorch.callbacks.timer as timer_module
 import pytest
 import torch
 import torch.nn.functional as F
 
 from data.datamodule import TranslationDataModule
-from helpers import explorer_data, small_corpus
-from model.attention_stats import attention_statistics
-from model.metrics import corpus_scores
-from model.schedule import budget_schedule, inverse_sqrt_schedule
-from model.search import SearchConfig, search
-from model.transformer import Seq2SeqTransformer
-from model.translation_module import TranslationModule, label_smoothed_loss
+from helpers import small_datamodule, tiny_model
+from model.search import SearchConfig, search, sentence_attention
+from model.training.metrics import corpus_scores
+from model.training.schedule import budget_schedule, inverse_sqrt_schedule
+from model.training.translation_module import TranslationModule, label_smoothed_loss
 
 
 def test_label_smoothed_loss_equals_torch_cross_entropy():
@@ -30,17 +28,11 @@ def test_label_smoothed_loss_equals_torch_cross_entropy():
 
 @pytest.fixture(scope="module")
 def datamodule(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("data")
-    datamodule = TranslationDataModule(corpus_path=str(small_corpus(folder)), cache_dir=str(folder / "cache"),
-                                       vocab_size=300, max_tokens=512, val_fraction=0.1, test_fraction=0.1)
-    datamodule.setup()
-    return datamodule
+    return small_datamodule(tmp_path_factory.mktemp("data"))
 
 
-def tiny_model(datamodule: TranslationDataModule) -> Seq2SeqTransformer:
-    torch.manual_seed(0)
-    return Seq2SeqTransformer(datamodule.src_vocab_size, datamodule.tgt_vocab_size, d_model=32, num_heads=2,
-                              num_encoder_layers=1, num_decoder_layers=1, d_ff=64, max_len=64)
+def small_model(datamodule: TranslationDataModule):
+    return tiny_model(datamodule.src_vocab_size, num_heads=2, num_encoder_layers=1, num_decoder_layers=1)
 
 
 class LearningRates(L.Callback):
@@ -53,13 +45,27 @@ class LearningRates(L.Callback):
         self.used.append(trainer.optimizers[0].param_groups[0]["lr"])
 
 
-def fit_with_budget(datamodule, **budget) -> LearningRates:
+class Clock(L.Callback):
+    """A stand-in for Lightning's ``Timer`` clock: one second passes per training batch, however
+    loaded the machine is (``time.monotonic`` of the timer module)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def on_train_batch_start(self, *args) -> None:
+        self.now += 1.0
+
+
+def fit_with_budget(datamodule, *callbacks: L.Callback, **budget) -> LearningRates:
     """Fit the tiny model under the budget schedule (warm-up 2 steps, peak 1e-2) for ``budget``."""
     rates = LearningRates()
-    module = TranslationModule(tiny_model(datamodule), lambda params: torch.optim.AdamW(params, lr=1e-2),
-                               budget_schedule(2), attention_samples=0)
-    trainer = L.Trainer(**budget, limit_val_batches=0, logger=False, enable_checkpointing=False, callbacks=[rates],
-                        enable_progress_bar=False, enable_model_summary=False)
+    module = TranslationModule(small_model(datamodule), lambda params: torch.optim.AdamW(params, lr=1e-2),
+                               budget_schedule(2))
+    trainer = L.Trainer(**budget, limit_val_batches=0, logger=False, enable_checkpointing=False,
+                        callbacks=[rates, *callbacks], enable_progress_bar=False, enable_model_summary=False)
     trainer.fit(module, datamodule=datamodule)
     rates.used.append(trainer.optimizers[0].param_groups[0]["lr"])  # what a next step would get
     return rates
@@ -71,21 +77,46 @@ def test_learning_rate_decays_to_zero_when_the_step_budget_is_spent(datamodule):
     assert used == pytest.approx(expected) and used[-1] == 0.0
 
 
-def test_learning_rate_decays_to_zero_when_the_time_budget_is_spent(datamodule):
-    used = fit_with_budget(datamodule, max_time={"seconds": 3}, max_steps=100_000).used
-    assert len(used) > 5 and max(used) > 3e-3  # it trained, at a real learning rate on the way
-    assert used[-1] < 0.1 * 1e-2  # and ends, when the clock stops it, near zero (within a step's time)
-    assert all(a >= b for a, b in zip(used[2:], used[3:]))  # after warm-up, only down
+def test_learning_rate_decays_to_zero_when_the_time_budget_is_spent(datamodule, monkeypatch):
+    clock = Clock()  # 1 s per batch: a 10-second budget is 10 steps on any machine
+    monkeypatch.setattr(timer_module, "time", clock)
+    used = fit_with_budget(datamodule, clock, max_time={"seconds": 10}, max_steps=100_000).used
+    # Step s reads the clock after batch s: s of the 10 seconds spent.
+    expected = [1e-2 * budget_schedule(2)(step, step / 10) for step in range(11)]
+    assert used == pytest.approx(expected) and used[-1] == 0.0  # zero exactly when the time is up
+
+
+def test_gradients_are_clipped_in_bf16_with_a_fused_optimizer(datamodule):
+    # bf16 autocast has no loss scaler: clipping is right with a fused AdamW (Lightning's plugin refuses it).
+    norms = []
+
+    class Recorder(L.Callback):
+        """The norm of the gradients each update used (Lightning runs backward and clipping inside
+        ``optimizer.step``; the gradients stay until the next step's zero_grad)."""
+
+        def on_train_start(self, trainer, module) -> None:
+            def record(*_) -> None:
+                grads = [p.grad.float() for p in module.parameters() if p.grad is not None]
+                norms.append(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])).item())
+
+            trainer.optimizers[0].register_step_post_hook(record)
+
+    module = TranslationModule(small_model(datamodule), lambda params: torch.optim.AdamW(params, lr=1e-2, fused=True),
+                               budget_schedule(2))
+    trainer = L.Trainer(max_steps=3, precision="bf16-mixed", gradient_clip_val=0.01, limit_val_batches=0,
+                        logger=False, enable_checkpointing=False, callbacks=[Recorder()], enable_progress_bar=False,
+                        enable_model_summary=False)
+    trainer.fit(module, datamodule=datamodule)
+    assert len(norms) == 3 and all(n <= 0.01 * 1.001 for n in norms)  # clipped before every update
 
 
 @pytest.fixture(scope="module")
 def trained(datamodule, tmp_path_factory):
     """A tiny model fitted for 6 steps on a generated corpus, validating at the end."""
     folder = tmp_path_factory.mktemp("module")
-    model = tiny_model(datamodule)
+    model = small_model(datamodule)
     module = TranslationModule(model, lambda params: torch.optim.AdamW(params, lr=1e-2), inverse_sqrt_schedule(4),
-                               SearchConfig(beam_size=2, max_len_a=1.0, max_len_b=3), val_bleu_samples=10,
-                               attention_samples=1)
+                               SearchConfig(beam_size=2, max_len_a=1.0, max_len_b=3), val_bleu_samples=10)
     trainer = L.Trainer(max_steps=6, val_check_interval=6, check_val_every_n_epoch=None, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, default_root_dir=str(folder))
     trainer.fit(module, datamodule=datamodule)
@@ -96,7 +127,8 @@ def test_inputs_are_read_once_in_setup(trained):
     _, module, datamodule = trained
     assert module.tokenizer is datamodule.tokenizer
     assert module.texts["validation"] == (datamodule.sources("validation"), datamodule.references("validation"))
-    assert len(module.attention_sources) == 1
+    texts, ids = module.texts["validation"][0], datamodule.splits["validation"]["src_ids"]
+    assert module.readable_sources == [(t, i) for t, i in zip(texts, ids) if 5 <= len(i) <= 12]
 
 
 def test_injected_optimizer_and_schedule_are_used(trained):
@@ -115,8 +147,8 @@ def test_validation_bleu_is_greedy_search_on_the_fixed_subset(trained):
     for batch in datamodule.val_dataloader():  # the same batches, the subset of rows 0-9
         chosen = batch["index"] < 10
         if chosen.any():
-            output = search(module.model, batch["src"][chosen], 1, 2, greedy)
-            hypotheses.update(zip(batch["index"][chosen].tolist(), datamodule.tokenizer.decode_tgt(output.ids)))
+            outputs = search(module.model, batch["src"][chosen], 1, 2, greedy)
+            hypotheses.update(zip(batch["index"][chosen].tolist(), datamodule.tokenizer.decode_tgt(outputs)))
     assert sorted(hypotheses) == list(range(10))
     references = datamodule.references("validation")
     expected = corpus_scores([hypotheses[i] for i in range(10)], [references[i] for i in range(10)])
@@ -125,14 +157,17 @@ def test_validation_bleu_is_greedy_search_on_the_fixed_subset(trained):
         trainer.callback_metrics)
 
 
-def test_attention_pictures_explorer_and_statistics_of_the_fixed_sentences(trained):
-    trainer, module, _ = trained
-    folder = Path(trainer.default_root_dir) / "attention" / f"step_{trainer.global_step:06d}"
-    assert sorted(p.name for p in folder.iterdir()) == ["attention.json", "cross_sentence0.png",
-                                                      "decoder_self_sentence0.png", "encoder_self_sentence0.png"]
-    explorer = explorer_data(folder.parent / "explorer.html")
-    assert explorer["steps"][-1]["sentences"][0]["source"] == module.attention_sources[0][0]
-    sentences = module.log_attention_maps()  # the same sentence, translated the same way again
-    assert sentences[0].src_ids == module.attention_sources[0][1]
-    logged = attention_statistics(sentences)
-    assert all(float(trainer.callback_metrics[key]) == pytest.approx(value, abs=1e-5) for key, value in logged.items())
+def test_sentence_views_are_the_readable_validation_sentences_as_translated_now(trained):
+    _, module, datamodule = trained
+    module.eval()
+    tok = datamodule.tokenizer
+    views = module.sentence_views(2)
+    assert [(v.source, v.attention.src_ids) for v in views] == module.readable_sources[:2]
+    for view in views:
+        src = torch.tensor([view.attention.src_ids])
+        output_ids = search(module.model, src, tok.bos_id, tok.eos_id, SearchConfig(beam_size=1, max_len_a=1.0,
+                                                                                       max_len_b=3))[0]
+        assert view.attention.output_ids == output_ids and view.translation == tok.decode_tgt([output_ids])[0]
+        expected = sentence_attention(module.model, view.attention.src_ids, output_ids, tok.bos_id)
+        torch.testing.assert_close(view.attention.maps.cross[0], expected.maps.cross[0])
+        assert (view.src_tokens, view.output_tokens) == (tok.src_tokens(expected.src_ids), tok.tgt_tokens(output_ids))

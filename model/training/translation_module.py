@@ -1,9 +1,11 @@
-"""The LightningModule: where the model meets training — loss, schedule, BLEU, attention maps.
+"""The LightningModule: where the model meets training — loss, learning-rate schedule, BLEU.
 
 It wraps a plain ``Seq2SeqTransformer`` and gets everything else explicitly: the optimizer
 and the learning-rate schedule as factories, the search settings as a ``SearchConfig``
 (all built by Hydra from ``configs/module``), and in ``setup`` the tokenizer, sources and
-references of the data module, read once.
+references of the data module, read once. What validation draws (attention pictures, the
+explorer page, statistics) is written by a callback, ``model/views/callback.py``, from
+``sentence_views``.
 """
 
 from __future__ import annotations
@@ -19,13 +21,11 @@ import torch.distributed as dist
 from lightning.pytorch.callbacks import Timer
 from torch import Tensor
 
-from model.attention_stats import attention_statistics
-from model.explorer import read_steps, sentence_record, write_explorer
-from model.metrics import Scores, corpus_scores
-from model.plotting import attention_figures, save_figure
-from model.schedule import Schedule
-from model.search import SearchConfig, SentenceAttention, search
+from model.search import SearchConfig, search, sentence_attention
+from model.training.metrics import Scores, corpus_scores
+from model.training.schedule import Schedule
 from model.transformer import Seq2SeqTransformer
+from model.views import SentenceView
 
 
 def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float) -> tuple[Tensor, Tensor, Tensor]:
@@ -57,7 +57,6 @@ class TranslationModule(L.LightningModule):
         search: SearchConfig = SearchConfig(),
         label_smoothing: float = 0.1,
         val_bleu_samples: int = 500,
-        attention_samples: int = 3,
         model_config: dict | None = None,
         tokenizer_sha256: str | None = None,
     ) -> None:
@@ -68,7 +67,7 @@ class TranslationModule(L.LightningModule):
         self.search_config = search  # test: as configured; validation: greedy, same length limits
         self.tokenizer = None
         self.texts: dict[str, tuple[list[str], list[list[str]]]] = {}  # split -> (sources, references)
-        self.attention_sources: list[tuple[str, list[int]]] = []  # (text, ids) of fixed validation sentences
+        self.readable_sources: list[tuple[str, list[int]]] = []  # (text, ids): validation sentences to draw
         self._last_batch_time: float | None = None
         self._hypotheses: dict[int, str] = {}
 
@@ -80,10 +79,9 @@ class TranslationModule(L.LightningModule):
         self.tokenizer = datamodule.tokenizer
         self.texts = {split: (datamodule.sources(split), datamodule.references(split))
                       for split in ("validation", "test")}
-        # A fixed handful of validation sentences of readable length (5-12 source tokens).
+        # Validation sentences of a readable length (5-12 source tokens), in a fixed order.
         texts, src_ids = self.texts["validation"][0], datamodule.splits["validation"]["src_ids"]
-        readable = [(text, ids) for text, ids in zip(texts, src_ids) if 5 <= len(ids) <= 12]
-        self.attention_sources = readable[: self.hparams.attention_samples]
+        self.readable_sources = [(text, ids) for text, ids in zip(texts, src_ids) if 5 <= len(ids) <= 12]
 
     # -- training -------------------------------------------------------------------------
     def _step(self, batch: dict[str, Tensor], stage: str) -> Tensor:
@@ -127,6 +125,19 @@ class TranslationModule(L.LightningModule):
         # Every rank must use the same learning rate, or the replicas' weights drift apart.
         return trainer.strategy.broadcast(min(max(shares), 1.0))
 
+    def configure_gradient_clipping(self, optimizer: torch.optim.Optimizer, gradient_clip_val: float | None = None,
+                                    gradient_clip_algorithm: str | None = None) -> None:
+        """Clip as configured. bf16 autocast has no loss scaler: its gradients are the true ones and
+        clipping them is right, also with a fused AdamW, which Lightning's mixed-precision plugin
+        refuses for the sake of fp16's scaled gradients. So without a scaler we clip ourselves."""
+        if gradient_clip_val and getattr(self.trainer.precision_plugin, "scaler", None) is None:
+            if gradient_clip_algorithm in (None, "norm"):
+                torch.nn.utils.clip_grad_norm_(self.parameters(), gradient_clip_val)
+            else:
+                torch.nn.utils.clip_grad_value_(self.parameters(), gradient_clip_val)
+            return
+        self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
+
     def configure_optimizers(self) -> dict[str, Any]:
         optimizer = self.optimizer_factory(self.model.parameters())
         # Called after every update with the next step's number; the progress is read then.
@@ -136,8 +147,7 @@ class TranslationModule(L.LightningModule):
 
     # -- validation: loss + greedy BLEU on a fixed subset + attention maps; test: beam ----
     def _translate(self, src: Tensor, config: SearchConfig) -> list[str]:
-        output = search(self.model, src, self.tokenizer.bos_id, self.tokenizer.eos_id, config)
-        return self.tokenizer.decode_tgt(output.ids)
+        return self.tokenizer.decode_tgt(search(self.model, src, self.tokenizer.bos_id, self.tokenizer.eos_id, config))
 
     def on_validation_epoch_start(self) -> None:
         self._hypotheses = {}
@@ -178,8 +188,9 @@ class TranslationModule(L.LightningModule):
         if self.trainer.sanity_checking or not self.trainer.is_global_zero:
             return
         table = [[source, " | ".join(refs), hypothesis] for source, refs, hypothesis in rows[:20]]
-        self._log_table("val/translations", ["source", "references", "hypothesis"], table)
-        self.log_dict(attention_statistics(self.log_attention_maps()), rank_zero_only=True)
+        for logger in self.loggers:
+            if type(logger).__name__ == "WandbLogger":
+                logger.log_table(key="val/translations", columns=["source", "references", "hypothesis"], data=table)
 
     def on_test_epoch_end(self) -> None:
         rows, scores = self._score("test")
@@ -195,59 +206,16 @@ class TranslationModule(L.LightningModule):
             for source, refs, hypothesis in rows:
                 out.write(f"{source}\t{hypothesis}\t{' | '.join(refs)}\n")
 
-    # -- attention maps: PNG grids, the explorer page, statistics -------------------------
+    # -- what the attention views draw (model/views/callback.py) -------------------------
     @torch.no_grad()
-    def log_attention_maps(self) -> list[SentenceAttention]:
-        """Attention of the fixed validation sentences, as the greedy search translates them now.
-
-        Writes PNG grids to ``<run>/attention/step_<N>/`` (wandb: ``attention/<kind>/sentence_<n>``,
-        a panel with a step slider) and this step's weights beside them (``attention.json``);
-        rebuilds ``<run>/attention/explorer.html`` from every step so far (wandb:
-        ``attention/explorer``). Returns the sentences' attention, for ``model/attention_stats.py``.
-        """
-        root = Path(self.trainer.default_root_dir) / "attention"
-        folder = root / f"step_{self.global_step:06d}"
-        folder.mkdir(parents=True, exist_ok=True)
-        tokenizer, sentences, records = self.tokenizer, [], []
-        for n, (text, src_ids) in enumerate(self.attention_sources):
+    def sentence_views(self, count: int) -> list[SentenceView]:
+        """The first ``count`` readable validation sentences as the greedy search translates them now,
+        with every attention weight of the ids it produced."""
+        tokenizer, views = self.tokenizer, []
+        for text, src_ids in self.readable_sources[:count]:
             src = torch.tensor([src_ids], device=self.device)
-            output = search(self.model, src, tokenizer.bos_id, tokenizer.eos_id, self.search_config.greedy,
-                            attention_rows=[0])
-            sentence = output.attention[0]
-            labels = (tokenizer.src_tokens(sentence.src_ids), tokenizer.tgt_tokens(sentence.input_ids),
-                      tokenizer.tgt_tokens(sentence.output_ids))
-            for kind, figure in attention_figures(sentence.maps, *labels,
-                                                  caption=f" · step {self.global_step} · rows = queries").items():
-                path = folder / f"{kind}_sentence{n}.png"
-                save_figure(figure, path)
-                self._log_image(f"attention/{kind}/sentence_{n}", path)
-            sentences.append(sentence)
-            records.append(sentence_record(sentence, *labels, text, tokenizer.decode_tgt(output.ids)[0]))
-        step = {"label": f"step {self.global_step}", "step": self.global_step, "sentences": records}
-        (folder / "attention.json").write_text(json.dumps(step, ensure_ascii=False), encoding="utf-8")
-        explorer = write_explorer(root / "explorer.html", read_steps(root), "Attention during training")
-        self._log_html("attention/explorer", explorer)
-        return sentences
-
-    def _log_image(self, key: str, path: Path) -> None:
-        for logger in self.loggers:
-            if type(logger).__name__ == "WandbLogger":
-                logger.log_image(key=key, images=[str(path)])
-            elif type(logger).__name__ == "TensorBoardLogger":
-                import matplotlib.image as mpimg
-
-                logger.experiment.add_image(key, mpimg.imread(path)[..., :3], self.global_step, dataformats="HWC")
-
-    def _log_html(self, key: str, path: Path) -> None:
-        for logger in self.loggers:
-            if type(logger).__name__ == "WandbLogger":
-                import wandb
-
-                # inject=False: no stylesheet fetched from wandb's servers; the page stays offline.
-                logger.log_metrics({key: wandb.Html(path.read_text(encoding="utf-8"), inject=False)},
-                                   step=self.global_step)
-
-    def _log_table(self, key: str, columns: list[str], data: list[list[str]]) -> None:
-        for logger in self.loggers:
-            if type(logger).__name__ == "WandbLogger":
-                logger.log_table(key=key, columns=columns, data=data)
+            output_ids = search(self.model, src, tokenizer.bos_id, tokenizer.eos_id, self.search_config.greedy)[0]
+            attention = sentence_attention(self.model, src_ids, output_ids, tokenizer.bos_id)
+            views.append(SentenceView(attention, tokenizer.src_tokens(src_ids), tokenizer.tgt_tokens(attention.input_ids),
+                                      tokenizer.tgt_tokens(output_ids), text, tokenizer.decode_tgt([output_ids])[0]))
+        return views

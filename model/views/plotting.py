@@ -11,14 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from torch import Tensor  # noqa: E402
 
-from model.transformer import AttentionMaps  # noqa: E402
-
-# The three attention types of the article, as figure titles.
-ATTENTION_TITLES = {
-    "encoder_self": "encoder self-attention",
-    "decoder_self": "decoder masked self-attention",
-    "cross": "encoder-decoder (cross) attention",
-}
+from model.views import ATTENTION_TITLES, SentenceView  # noqa: E402
 
 
 def attention_grid(
@@ -58,24 +51,22 @@ def attention_grid(
 
 
 def attention_figures(
-    maps: AttentionMaps,
-    src_tokens: list[str],
-    input_tokens: list[str],
-    output_tokens: list[str],
+    view: SentenceView,
     caption: str = "",
     kinds: tuple[str, ...] = tuple(ATTENTION_TITLES),
     last_layer_only: bool = False,
 ) -> dict[str, Figure]:
-    """Grids of one sentence pair's attention (``SentenceAttention.maps``), one figure per kind.
+    """Grids of one sentence pair's attention, one figure per kind.
 
     Rows of each map are queries: source tokens for the encoder's, output tokens for the
     decoder's. Keys: source tokens, or the decoder's inputs (BOS + outputs but the last).
     """
-    axes = {"encoder_self": (src_tokens, src_tokens), "decoder_self": (output_tokens, input_tokens),
-            "cross": (output_tokens, src_tokens)}
+    axes = {"encoder_self": (view.src_tokens, view.src_tokens),
+            "decoder_self": (view.output_tokens, view.input_tokens),
+            "cross": (view.output_tokens, view.src_tokens)}
     figures = {}
     for kind in kinds:
-        layers = getattr(maps, kind)  # per layer (heads, Lq, Lk)
+        layers = getattr(view.attention.maps, kind)  # per layer (heads, Lq, Lk)
         if not layers:  # a model without this kind of attention (the cross-attention ablation)
             continue
         first_layer = len(layers) if last_layer_only else 1

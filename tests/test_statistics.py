@@ -1,10 +1,10 @@
-"""model/attention_stats.py: known maps give the known entropy and alignment values."""
+"""model/views/statistics.py: known maps give the known entropy and alignment values."""
 
 import math
 
 import torch
 
-from model.attention_stats import attention_statistics, diagonal_share, monotonic_share, row_entropy
+from model.views.statistics import attention_statistics, diagonal_share, monotonic_share, row_entropy
 from model.search import SentenceAttention
 from model.transformer import AttentionMaps
 

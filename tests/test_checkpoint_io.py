@@ -1,12 +1,13 @@
-"""model/checkpoints.py: atomic checkpoint writes, and a resume point that is known to load."""
+"""model/training/checkpoint_io.py: atomic checkpoint writes, and a resume point that is known to load."""
 
 import logging
 
 import pytest
 import torch
 
-import model.checkpoints as checkpoints
-from model.checkpoints import AtomicCheckpointIO, loads, resume_point
+import model.training.checkpoint_io as checkpoint_io
+from model.inference.run_folder import RunLoadError, read_checkpoint
+from model.training.checkpoint_io import AtomicCheckpointIO, resume_point
 
 
 def checkpoint(step: int, value: float = 1.0) -> dict:
@@ -24,11 +25,13 @@ def test_a_write_killed_midway_leaves_the_old_checkpoint(tmp_path, monkeypatch):
         f.truncate(10)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(checkpoints.torch, "save", dies_halfway)
+    monkeypatch.setattr(checkpoint_io.torch, "save", dies_halfway)
     with pytest.raises(KeyboardInterrupt):
         io.save_checkpoint(checkpoint(200), target)
     assert torch.load(target, weights_only=True)["global_step"] == 100  # the old one, whole
-    assert loads(target) and not loads(target.with_name(".last.ckpt.partial"))
+    assert read_checkpoint(target)["global_step"] == 100
+    with pytest.raises(RunLoadError, match="not a loadable checkpoint"):
+        read_checkpoint(target.with_name(".last.ckpt.partial"))
 
 
 def test_resume_point_skips_broken_checkpoints(tmp_path, caplog):

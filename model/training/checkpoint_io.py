@@ -16,6 +16,8 @@ from typing import Any
 import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 
+from model.inference.run_folder import RunLoadError, read_checkpoint
+
 log = logging.getLogger(__name__)
 
 
@@ -33,24 +35,9 @@ class AtomicCheckpointIO(TorchCheckpointIO):
         os.replace(partial, path)
 
 
-def loads(path: Path) -> bool:
-    """True if ``path`` reads back with ``torch.load(weights_only=True)`` as a checkpoint with finite weights."""
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception:  # noqa: BLE001 — truncated, corrupt or unsafe: not a resume point
-        return False
-    if not isinstance(state, dict) or "state_dict" not in state or "global_step" not in state:
-        return False
-    return finite_weights(state["state_dict"])
-
-
-def finite_weights(state_dict: dict[str, torch.Tensor]) -> bool:
-    """True if no floating-point tensor of ``state_dict`` holds a NaN or an inf (a diverged run's do)."""
-    return all(torch.isfinite(w).all() for w in state_dict.values() if w.is_floating_point())
-
-
 def resume_point(run_dir: Path) -> Path | None:
-    """The checkpoint an interrupted run resumes from: ``last.ckpt``, else ``best.ckpt``, if it loads.
+    """The checkpoint an interrupted run resumes from: ``last.ckpt``, else ``best.ckpt``, if it loads
+    (``read_checkpoint``: safely, with finite weights) and holds a training state.
 
     An unreadable one is skipped with a warning (and left in place for inspection); with
     none left the run starts afresh.
@@ -59,7 +46,10 @@ def resume_point(run_dir: Path) -> Path | None:
         path = run_dir / "checkpoints" / name
         if not path.is_file():
             continue
-        if loads(path):
-            return path
+        try:
+            if "global_step" in read_checkpoint(path):
+                return path
+        except RunLoadError:
+            pass
         log.warning("%s does not load (truncated, corrupt or not finite): not resuming from it", path)
     return None

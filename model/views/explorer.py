@@ -1,4 +1,4 @@
-"""The attention explorer: one self-contained HTML page (``model/explorer.html`` + the weights).
+"""The attention explorer: one self-contained HTML page (``explorer.html`` beside this file + the weights).
 
 A page holds one or more *steps* (validations of a run, or one translation), each with one
 or more sentences; a sentence holds its tokens and every weight of the three attention
@@ -13,22 +13,21 @@ import json
 import os
 from pathlib import Path
 
-from model.plotting import ATTENTION_TITLES
-from model.search import SentenceAttention
+from model.views import ATTENTION_TITLES, SentenceView
 
 TEMPLATE = Path(__file__).with_name("explorer.html")
 
 
-def sentence_record(attention: SentenceAttention, src_tokens: list[str], input_tokens: list[str],
-                    output_tokens: list[str], source: str, translation: str) -> dict:
+def sentence_record(view: SentenceView) -> dict:
     """One sentence pair: its texts, the token labels of each axis and the weights per kind.
 
     ``maps[kind][layer][head][query][key]`` are weights x 1000, rounded to integers.
     """
-    maps = {kind: [(layer.float() * 1000).round().int().tolist() for layer in getattr(attention.maps, kind)]
-            for kind in ATTENTION_TITLES if getattr(attention.maps, kind)}  # a kind the model lacks is left out
-    return {"source": source, "translation": translation, "src": src_tokens, "inputs": input_tokens,
-            "outputs": output_tokens, "maps": maps}
+    attention = view.attention.maps
+    maps = {kind: [(layer.float() * 1000).round().int().tolist() for layer in getattr(attention, kind)]
+            for kind in ATTENTION_TITLES if getattr(attention, kind)}  # a kind the model lacks is left out
+    return {"source": view.source, "translation": view.translation, "src": view.src_tokens,
+            "inputs": view.input_tokens, "outputs": view.output_tokens, "maps": maps}
 
 
 def explorer_html(steps: list[dict], title: str) -> str:

@@ -1,0 +1,113 @@
+"""A run folder, read safely: its checkpoints, its tokenizer and the settings it was trained with.
+
+The one checkpoint reader of the project (``read_checkpoint``): ``torch.load(weights_only=True)``,
+tensors and plain values only, never arbitrary objects; training uses it too, to pick the
+checkpoint an interrupted run resumes from. Imports neither Lightning nor Hydra.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from data.tokenizer import JOINT_FILE, SRC_FILE
+from model.search import SearchConfig
+
+log = logging.getLogger(__name__)
+CHECKPOINT_PREFERENCE = ("final.ckpt", "best.ckpt", "last.ckpt")
+
+
+class RunLoadError(RuntimeError):
+    """A run folder, checkpoint or tokenizer that cannot be used, with the file it is about."""
+
+
+def finite_weights(state_dict: dict[str, torch.Tensor]) -> bool:
+    """True if no floating-point tensor of ``state_dict`` holds a NaN or an inf (a diverged run's do)."""
+    return all(torch.isfinite(w).all() for w in state_dict.values() if w.is_floating_point())
+
+
+def read_checkpoint(path: Path) -> dict:
+    """A checkpoint's contents, read safely (tensors and plain values only) and checked: a dict with
+    a ``state_dict`` of finite weights. Anything else is a ``RunLoadError`` naming the file."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # noqa: BLE001 — any unreadable, truncated or unsafe file: one clear line
+        raise RunLoadError(f"{path}: not a loadable checkpoint ({type(error).__name__})") from None
+    if not isinstance(state, dict) or not isinstance(state.get("state_dict"), dict):
+        raise RunLoadError(f"{path}: not a checkpoint of this project (no state_dict)")
+    if not finite_weights(state["state_dict"]):
+        raise RunLoadError(f"{path}: weights are not finite (NaN or inf): the training diverged")
+    return state
+
+
+def model_config(state: dict, path: Path) -> dict:
+    """The ``Seq2SeqTransformer`` arguments a checkpoint was trained with (plain values)."""
+    hparams = state.get("hyper_parameters")
+    if not isinstance(hparams, dict) or not isinstance(hparams.get("model_config"), dict):
+        raise RunLoadError(f"{path}: not a checkpoint of this project (no model_config)")
+    return dict(hparams["model_config"])
+
+
+def find_checkpoint(run: str | Path) -> tuple[Path, dict]:
+    """A checkpoint file as given, or the first usable one in ``<run>/checkpoints/`` in the order
+    final, best, last; an unusable one is skipped with a warning. Returns the path and contents."""
+    run = Path(run)
+    if run.is_file():
+        state = read_checkpoint(run)
+        model_config(state, run)
+        return run, state
+    if not run.exists():
+        raise RunLoadError(f"{run}: no such run folder or checkpoint")
+    problem = None
+    for path in (run / "checkpoints" / name for name in CHECKPOINT_PREFERENCE):
+        if not path.is_file():
+            continue
+        try:
+            state = read_checkpoint(path)
+            model_config(state, path)
+        except RunLoadError as error:
+            log.warning("%s; trying the next checkpoint", error)
+            problem = error
+            continue
+        return path, state
+    raise problem or RunLoadError(
+        f"{run / 'checkpoints'}: no checkpoint (expected one of {', '.join(CHECKPOINT_PREFERENCE)})")
+
+
+def run_folder_of(checkpoint: Path) -> Path:
+    """The run folder of a checkpoint: where ``tokenizer.json`` sits, its grandparent (or its folder)."""
+    for folder in (checkpoint.parent.parent, checkpoint.parent):
+        if (folder / JOINT_FILE).is_file() or (folder / SRC_FILE).is_file():
+            return folder
+    raise RunLoadError(f"{checkpoint.parent.parent / JOINT_FILE}: tokenizer missing for checkpoint {checkpoint}")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What translating needs of the run's ``config.yaml``: its search and its source-length limit."""
+
+    search: SearchConfig = SearchConfig()
+    max_sentence_len: int | None = None  # None: the model's own limit
+
+
+def run_settings(run_folder: Path) -> RunSettings:
+    """``module.search`` and ``data.max_sentence_len`` of ``<run_folder>/config.yaml``; defaults for what
+    it lacks (a folder without one, or from an older version)."""
+    path = run_folder / "config.yaml"
+    if not path.is_file():
+        return RunSettings()
+    import yaml  # PyYAML, which Hydra and OmegaConf already need
+
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        search = (config.get("module") or {}).get("search") or {}
+        known = {f.name for f in dataclasses.fields(SearchConfig)}
+        settings = RunSettings(SearchConfig(**{k: v for k, v in search.items() if k in known}),
+                               (config.get("data") or {}).get("max_sentence_len"))
+    except (yaml.YAMLError, AttributeError, TypeError, ValueError) as error:
+        raise RunLoadError(f"{path}: unreadable run settings ({str(error).splitlines()[0][:120]})") from None
+    return settings

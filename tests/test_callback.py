@@ -1,0 +1,71 @@
+"""model/views/callback.py: at each validation, the fixed sentences' pictures, weights, explorer page
+and statistics, written by the callback from what the LightningModule hands it."""
+
+from pathlib import Path
+
+import lightning as L
+import pytest
+import torch
+
+from helpers import explorer_data, small_datamodule, tiny_model
+from model.training.schedule import inverse_sqrt_schedule
+from model.training.translation_module import TranslationModule
+from model.views.callback import AttentionViews
+from model.views.statistics import attention_statistics
+
+pytestmark = pytest.mark.slow  # trains a model
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A tiny model fitted for 6 steps on a generated corpus, validating at steps 3 and 6."""
+    folder = tmp_path_factory.mktemp("views")
+    datamodule = small_datamodule(folder)
+    vocab = datamodule.src_vocab_size
+    module = TranslationModule(tiny_model(vocab, num_heads=2, num_encoder_layers=1, num_decoder_layers=1),
+                               lambda params: torch.optim.AdamW(params, lr=1e-2), inverse_sqrt_schedule(4),
+                               val_bleu_samples=10)
+    trainer = L.Trainer(max_steps=6, val_check_interval=3, check_val_every_n_epoch=None, logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                        callbacks=[AttentionViews(sentences=2)], default_root_dir=str(folder / "run"))
+    trainer.fit(module, datamodule=datamodule)
+    return trainer, module
+
+
+def test_pictures_and_weights_of_each_validation(trained):
+    trainer, _ = trained
+    root = trainer.default_root_dir
+    steps = sorted(p.name for p in (Path(root) / "attention").glob("step_*"))
+    assert steps == ["step_000003", "step_000006"]
+    folder = Path(root) / "attention" / "step_000006"
+    kinds = ("cross", "decoder_self", "encoder_self")
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        ["attention.json"] + [f"{kind}_sentence{n}.png" for kind in kinds for n in (0, 1)])
+
+
+def test_the_explorer_holds_every_validation_of_the_modules_sentences(trained):
+    trainer, module = trained
+    module.eval()
+    page = explorer_data(Path(trainer.default_root_dir) / "attention" / "explorer.html")
+    assert [s["label"] for s in page["steps"]] == ["step 3", "step 6"]
+    views = module.sentence_views(2)  # the same sentences, translated the same way again
+    last = page["steps"][-1]["sentences"]
+    assert [s["source"] for s in last] == [v.source for v in views]
+    assert [s["outputs"] for s in last] == [v.output_tokens for v in views]
+    cross = torch.tensor(last[0]["maps"]["cross"][0]) / 1000
+    assert (cross - views[0].attention.maps.cross[0]).abs().max() <= 5e-4 + 1e-7
+
+
+def test_statistics_are_logged_for_the_same_sentences(trained):
+    trainer, module = trained
+    logged = attention_statistics([view.attention for view in module.sentence_views(2)])
+    assert "attention_cross/entropy_L1H2" in logged
+    assert all(float(trainer.callback_metrics[key]) == pytest.approx(value, abs=1e-5) for key, value in logged.items())
+
+
+def test_no_sentences_draw_nothing(tmp_path):
+    with pytest.raises(ValueError, match="sentences must be 0 or more"):
+        AttentionViews(sentences=-1)
+    trainer = L.Trainer(logger=False, default_root_dir=str(tmp_path))
+    AttentionViews(sentences=0).on_validation_epoch_end(trainer, None)  # the module is not even asked
+    assert not (tmp_path / "attention").exists()
