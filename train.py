@@ -20,6 +20,7 @@ resolved ``config.yaml``, ``tokenizer.json``, ``checkpoints/{best,last}.ckpt``, 
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -30,13 +31,16 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from data.tokenizer import tokenizer_fingerprint
+from data.tokenizer import MIN_VOCAB_SIZE, tokenizer_fingerprint
+from model.inference.run_folder import RunLoadError, read_checkpoint
 from model.training.checkpoint_io import AtomicCheckpointIO, resume_point
 from model.training.precision import choose_precision
 from model.training.schedule import DECAYS
 from model.training.translation_module import NonFiniteLossError
 
 log = logging.getLogger("train")
+CONFIGS = Path(__file__).resolve().parent / "configs"
+MAX_TIME = re.compile(r"^\d+:\d+:\d+:\d+$")  # Lightning's DD:HH:MM:SS
 
 
 class SettingsError(ValueError):
@@ -58,6 +62,18 @@ def check_config(cfg: DictConfig) -> None:
     decay = cfg.module.schedule.get("decay", "linear")
     if decay not in DECAYS:
         problems.append(f"module.schedule.decay={decay!r} must be one of {', '.join(DECAYS)}")
+    if isinstance(data.vocab_size, int) and data.vocab_size < MIN_VOCAB_SIZE:
+        problems.append(f"data.vocab_size={data.vocab_size} is below {MIN_VOCAB_SIZE} (the 256 byte symbols of "
+                        f"byte-level BPE and the special tokens)")
+    if data.limit_pairs is not None and (isinstance(data.limit_pairs, bool) or not isinstance(data.limit_pairs, int)
+                                         or data.limit_pairs < 1):
+        problems.append(f"data.limit_pairs={data.limit_pairs!r} must be a whole number >= 1, or null for every pair")
+    for key in ("val_fraction", "test_fraction"):
+        if not isinstance(data[key], (int, float)) or not 0 < data[key] < 0.5:
+            problems.append(f"data.{key}={data[key]!r} must be a share between 0 and 0.5")
+    max_time = cfg.trainer.get("max_time")
+    if max_time is not None and not (isinstance(max_time, str) and MAX_TIME.match(max_time)):
+        problems.append(f"trainer.max_time={max_time!r} must be DD:HH:MM:SS (e.g. 00:00:30:00), or null")
     if not problems:
         if model.d_model % model.num_heads:
             problems.append(f"model.d_model={model.d_model} is not divisible by model.num_heads={model.num_heads}")
@@ -94,11 +110,30 @@ def check_run_folder(cfg: DictConfig, run_dir: Path, model_config: dict, tokeniz
                             f"its own settings ({saved}), or start a new run folder (hydra.run.dir=...)")
 
 
+def check_group_choices(argv: list[str]) -> None:
+    """Refuse an option of a config group that does not exist (``experiment=nope``), naming the choices,
+    before Hydra composes anything. A sweep's choices (``a,b``) are checked one by one."""
+    for arg in argv:
+        key, _, value = arg.partition("=")
+        group = CONFIGS / key.lstrip("+~")
+        if arg.startswith("-") or not value or value == "null" or "(" in value or not group.is_dir():
+            continue
+        choices = sorted(path.stem for path in group.glob("*.yaml"))
+        for choice in value.split(","):
+            if choice not in choices:
+                raise SettingsError(f"{key}={choice}: no such option in configs/{group.name}/ "
+                                    f"(choices: {', '.join(choices)})")
+
+
 def resume_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
     """The checkpoint to resume from: ``ckpt_path=`` if given, else this run folder's last one that loads."""
     if cfg.ckpt_path:
         if not Path(cfg.ckpt_path).is_file():
             raise SettingsError(f"ckpt_path={cfg.ckpt_path} does not exist")
+        try:
+            read_checkpoint(Path(cfg.ckpt_path))  # safely: a file that needs unpickling is refused here
+        except RunLoadError as error:
+            raise SettingsError(f"ckpt_path: {error}") from None
         return str(cfg.ckpt_path)
     point = resume_point(run_dir)
     if point is not None:
@@ -115,12 +150,13 @@ def train(cfg: DictConfig) -> dict[str, float]:
     training with ``NonFiniteLossError`` and writes no ``final.ckpt``.
     """
     check_config(cfg)
+    run_dir = Path(cfg.paths.output_dir)
+    ckpt_path = resume_checkpoint(cfg, run_dir)  # before any work: a given checkpoint must load safely
     group = sweep_group()
     if group and cfg.get("logger") and "wandb" in cfg.logger:
         with open_dict(cfg):
             cfg.logger.wandb.group = group  # the runs of one sweep overlay in one wandb group
     L.seed_everything(cfg.seed, workers=True)
-    run_dir = Path(cfg.paths.output_dir)
 
     datamodule = instantiate(cfg.data)
     datamodule.setup()  # builds (or reads from the cache) splits, tokenizer and token ids
@@ -150,7 +186,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
 
     try:
         try:
-            trainer.fit(module, datamodule=datamodule, ckpt_path=resume_checkpoint(cfg, run_dir), weights_only=True)
+            trainer.fit(module, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=True)
         except NonFiniteLossError as error:
             good = resume_point(run_dir)
             raise NonFiniteLossError(f"{error}: training stopped, no final.ckpt written; last good checkpoint: "
@@ -190,4 +226,8 @@ def main(cfg: DictConfig) -> dict[str, float]:
 
 
 if __name__ == "__main__":
+    try:
+        check_group_choices(sys.argv[1:])
+    except SettingsError as error:
+        sys.exit(f"train.py: {error}")
     main()

@@ -19,13 +19,17 @@ Options (defaults in brackets; "the run's" = what the run was trained with, in i
   chunk_size=N        lines read at a time from a stream: bounds the memory used     [2000]
   device=D            auto | cpu | cuda                                              [auto]
   attention=FILE      the first sentence's attention: FILE.html = interactive explorer  [none]
-                      (every kind, layer, head); FILE.png = cross-attention picture
-  attention_all=BOOL  with attention=FILE.png: every layer and head, plus both self-attentions [false]
+                      (every kind, layer, head); FILE.png, .svg or .pdf = cross-attention picture
+  attention_all=BOOL  with a picture: every layer and head, plus both self-attentions [false]
+  -- SENTENCE ...     everything after -- is a sentence, even with "=" in it
 
 Empty lines give empty lines (the line count is always kept); over-long sentences are
 cut to the model's limit and invalid UTF-8 bytes are replaced, each with one warning.
 Typed or piped lines are translated as soon as they arrive. output=FILE is written to
 FILE.partial and renamed when done; Ctrl-C keeps what was translated there (exit 130).
+output= must be a regular file or a new path (a directory, device or FIFO is refused); a
+link to a file is written through to its target. beam_size is at most 64: wider beams cost
+memory and time and translate no better.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ if TYPE_CHECKING:  # torch and the model load after the arguments are checked
     from model.views import SentenceView
 
 OPTION = re.compile(r"^[a-z_]+=")
+ATTENTION_SUFFIXES = (".html", ".png", ".svg", ".pdf")
 
 
 @dataclass
@@ -69,14 +74,17 @@ class TranslateConfig:
 
 
 def parse_args(argv: list[str]) -> tuple[TranslateConfig, list[str]]:
-    """``key=value`` options (checked against TranslateConfig) and the sentences."""
-    options = [a for a in argv if OPTION.match(a)]
-    sentences = [a for a in argv if not OPTION.match(a)]
+    """``key=value`` options (checked against TranslateConfig) and the sentences; everything after
+    ``--`` is a sentence, ``=`` or not."""
+    after = argv.index("--") if "--" in argv else len(argv)
+    options = [a for a in argv[:after] if OPTION.match(a)]
+    sentences = [a for a in argv[:after] if not OPTION.match(a)] + argv[after + 1 :]
     schema = OmegaConf.structured(TranslateConfig)
     try:
         cfg = OmegaConf.merge(schema, OmegaConf.from_dotlist(options))
     except OmegaConfBaseException as error:
-        raise SystemExit(f"translate.py: bad option: {str(error).splitlines()[0]} (see --help)") from None
+        raise SystemExit(f"translate.py: bad option: {str(error).splitlines()[0]} (see --help; a sentence "
+                         f"with '=' goes after --)") from None
     return OmegaConf.to_object(cfg), sentences
 
 
@@ -107,10 +115,17 @@ def check_paths(cfg: TranslateConfig, sentences: list[str]) -> None:
         output = Path(cfg.output)
         if not output.parent.is_dir():
             raise SystemExit(f"translate.py: output folder {output.parent} does not exist")
+        if output.exists() and not output.is_file():  # a directory, a device, a FIFO (or a link to one)
+            raise SystemExit(f"translate.py: output={cfg.output} is not a regular file: give a file or a new path")
         if reads_file and output.exists() and os.path.samefile(output, cfg.input):
             raise SystemExit(f"translate.py: output={cfg.output} is the input file: it would be overwritten")
-    if cfg.attention and not Path(cfg.attention).parent.is_dir():
-        raise SystemExit(f"translate.py: attention folder {Path(cfg.attention).parent} does not exist")
+    if cfg.attention:
+        attention = Path(cfg.attention)
+        if attention.suffix.lower() not in ATTENTION_SUFFIXES:
+            raise SystemExit(f"translate.py: attention={cfg.attention} must end in one of "
+                             f"{', '.join(ATTENTION_SUFFIXES)} (the explorer page, or a picture)")
+        if not attention.parent.is_dir():
+            raise SystemExit(f"translate.py: attention folder {attention.parent} does not exist")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,8 +163,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             stream = files.enter_context(open(cfg.input, "rb")) if cfg.input and cfg.input != "-" else sys.stdin.buffer
             lines = reader = LineReader(stream, max_bytes=4 * translator.max_source_chars)
-        # An output file is written beside its target and renamed at the end: never half-written.
-        partial = Path(f"{cfg.output}.partial") if cfg.output else None
+        # An output file is written beside its target and renamed at the end: never half-written. A
+        # link to a file is written through: its target is replaced, the link stays.
+        target = Path(cfg.output).resolve() if cfg.output else None
+        partial = target.with_name(f"{target.name}.partial") if target else None
         out = files.enter_context(open(partial, "w", encoding="utf-8")) if partial else sys.stdout
         try:
             for chunk in chunks(lines, cfg.chunk_size, reader.waiting if reader else lambda: True):
@@ -167,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error when Python flushes at exit
             return 0
     if partial:
-        os.replace(partial, cfg.output)
+        os.replace(partial, target)
     report(translator, reader)
     if drawn:
         for path in draw_attention(translator.sentence_view(drawn), cfg.attention, cfg.attention_all):
@@ -188,7 +205,7 @@ def draw_attention(view: SentenceView, path: str, every_layer: bool) -> list[Pat
     from model.views.explorer import sentence_record, write_explorer
 
     path = Path(path)
-    if path.suffix.lower() in (".html", ".htm"):
+    if path.suffix.lower() == ".html":
         steps = [{"label": "translation", "sentences": [sentence_record(view)]}]
         return [write_explorer(path, steps, f"{view.source} → {view.translation}")]
     from model.views import ATTENTION_TITLES

@@ -18,6 +18,14 @@ from torch import Tensor
 from model.transformer import AttentionMaps, Seq2SeqTransformer
 
 
+# Wider beams cost memory and time in proportion and translate no better (large beams even favour
+# short, empty outputs: Koehn and Knowles, 2017), so the width is capped.
+MAX_BEAM = 64
+# Hypotheses decoded at once (batch x beam): a larger batch is searched in parts, so memory stays
+# bounded whatever the batch and beam. Far above what the default batches and beams reach.
+MAX_SEARCH_ROWS = 2048
+
+
 @dataclass(frozen=True)
 class SearchConfig:
     """How to search: beam width (1 = greedy), GNMT length penalty, output length limit.
@@ -31,8 +39,8 @@ class SearchConfig:
     max_len_b: int = 10
 
     def __post_init__(self) -> None:
-        if self.beam_size < 1:
-            raise ValueError(f"beam_size must be at least 1 (1 = greedy), got {self.beam_size}")
+        if not 1 <= self.beam_size <= MAX_BEAM:
+            raise ValueError(f"beam_size must be between 1 (greedy) and {MAX_BEAM}, got {self.beam_size}")
         if self.max_len_a < 0:
             raise ValueError(f"max_len_a must not be negative, got {self.max_len_a}")
 
@@ -58,8 +66,13 @@ def search(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
     """Translate a right-padded batch src (B, S) by greedy or beam search.
 
     Returns per source row the output ids as produced: up to and including the EOS when the
-    search reached one, without padding (the tokenizer's decoding drops the EOS).
+    search reached one, without padding (the tokenizer's decoding drops the EOS). More than
+    ``MAX_SEARCH_ROWS`` hypotheses are searched in parts of that many.
     """
+    part = max(1, MAX_SEARCH_ROWS // config.beam_size)  # source rows per part
+    if src.size(0) > part:
+        return [ids for start in range(0, src.size(0), part)
+                for ids in search(model, src[start : start + part], bos_id, eos_id, config)]
     if config.beam_size == 1:
         tokens = greedy_decode(model, src, bos_id, eos_id, config)
     else:

@@ -121,8 +121,22 @@ def test_sentence_attention_is_that_of_the_chosen_hypothesis(ending_model, sourc
 
 
 def test_search_config_is_checked():
-    with pytest.raises(ValueError, match="beam_size must be at least 1"):
-        SearchConfig(beam_size=0)
+    for beam_size in (0, 65, 100_000):  # 64 at most: memory grows with it, quality does not
+        with pytest.raises(ValueError, match="beam_size must be between 1 \\(greedy\\) and 64"):
+            SearchConfig(beam_size=beam_size)
     with pytest.raises(ValueError, match="max_len_a"):
         SearchConfig(max_len_a=-1.0)
     assert SearchConfig(beam_size=5, max_len_b=7).greedy == SearchConfig(beam_size=1, max_len_b=7)
+
+
+def test_a_large_batch_is_searched_in_bounded_parts(ending_model, sources, monkeypatch):
+    import model.search as search_module
+
+    config = SearchConfig(beam_size=4)
+    parts = [search(ending_model, sources[i : i + 3], BOS, EOS, config) for i in range(0, 12, 3)]
+    monkeypatch.setattr(search_module, "MAX_SEARCH_ROWS", 12)  # 3 sentences x beam 4 at a time
+    calls = []
+    real_beam_search = search_module.beam_search
+    monkeypatch.setattr(search_module, "beam_search", lambda m, src, *a: calls.append(len(src)) or real_beam_search(m, src, *a))
+    assert search(ending_model, sources, BOS, EOS, config) == [ids for part in parts for ids in part]
+    assert calls == [3, 3, 3, 3]  # never more than 12 hypotheses at once

@@ -67,6 +67,14 @@ def test_unknown_key_fails_with_hydras_error():
                             text=True, timeout=120)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith("train.py: bad settings: model.d_model=256 is not")
+    # A typo in a config group's option: one line naming the choices, before anything starts.
+    for args in (["experiment=nope"], ["-m", "experiment=smoke,nope"], ["+ablation=no_heads"]):
+        result = subprocess.run([os.sys.executable, "train.py", *args], cwd=ROOT, capture_output=True, text=True,
+                                timeout=120)
+        assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+        assert "no such option in configs/" in result.stderr and "choices: " in result.stderr
+    with pytest.raises(ConfigCompositionException, match="experiment/nope"):  # in-process too (not optional)
+        compose_train("experiment=nope")
 
 
 def read_losses(run_dir: Path) -> list[float]:
@@ -143,11 +151,30 @@ def test_ddp_with_two_cpu_processes(tmp_path, data_cache):
     ("model.d_model=abc", "model.d_model='abc' must be"),
     ("data.max_tokens=100", "cannot hold one pair"),
     ("module.schedule.decay=exponential", "decay='exponential' must be one of linear, cosine, inverse_sqrt"),
+    ("data.vocab_size=10", "vocab_size=10 is below 260"),
+    ("data.limit_pairs=0", "limit_pairs=0 must be a whole number >= 1"),
+    ("trainer.max_time=abc", "max_time='abc' must be DD:HH:MM:SS"),
+    ("data.val_fraction=0.9", "val_fraction=0.9 must be a share"),
 ])
 def test_bad_settings_are_refused_before_any_work(tmp_path, data_cache, override, message):
     with pytest.raises(SettingsError, match=message):
         train_in_process(tmp_path / "run", data_cache, override)
     assert not (tmp_path / "run").exists()  # nothing built or written
+
+
+def test_a_checkpoint_that_needs_unpickling_is_refused_in_one_line(tmp_path, data_cache):
+    class Payload:
+        def __reduce__(self):
+            return (print, ("this must never run",))
+
+    evil = tmp_path / "evil.ckpt"
+    torch.save({"state_dict": {}, "global_step": 1, "payload": Payload()}, evil)
+    with pytest.raises(SettingsError, match=r"ckpt_path: .*evil\.ckpt: not a loadable checkpoint"):
+        train_in_process(tmp_path / "run", data_cache, f"ckpt_path={evil}")
+    assert not (tmp_path / "run").exists()  # refused before any work
+    result = run_train(tmp_path / "run", data_cache, f"ckpt_path={evil}", check=False)
+    assert result.returncode == 1 and result.stderr.strip().count("\n") == 0, result.stderr
+    assert "this must never run" not in result.stdout + result.stderr
 
 
 def test_a_run_folder_keeps_its_settings(smoke_run, tmp_path, data_cache):

@@ -1,5 +1,6 @@
 """translate.py, the command line, on a smoke-trained run folder."""
 
+import os
 import select
 import shutil
 import signal
@@ -7,6 +8,7 @@ import struct
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -205,3 +207,45 @@ def test_translating_imports_none_of_trainings_libraries(smoke_run, tmp_path):
                              f"attention={tmp_path / 'sky.html'}"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "[]" and (tmp_path / "sky.html").is_file()
+
+
+def test_outputs_that_are_not_regular_files_are_refused_before_loading(tmp_path):
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "link_to_folder").symlink_to(tmp_path / "folder")
+    for output in (tmp_path / "folder", tmp_path / "fifo", tmp_path / "link_to_folder", Path("/dev/null")):
+        result = translate("run=does-not-matter", "Hi.", f"output={output}")
+        stderr = result.stderr.decode()
+        assert result.returncode != 0 and "is not a regular file" in stderr and stderr.count("\n") == 1, stderr
+    assert (tmp_path / "folder").is_dir() and (tmp_path / "link_to_folder").is_symlink()
+
+
+def test_a_link_to_a_file_is_written_through(smoke_run, tmp_path):
+    real = tmp_path / "real.txt"
+    real.write_text("old\n")
+    (tmp_path / "link.txt").symlink_to(real)
+    result = translate(f"run={smoke_run}", "Hello.", "Good night.", f"output={tmp_path / 'link.txt'}", "beam_size=1")
+    assert result.returncode == 0, result.stderr.decode()
+    assert (tmp_path / "link.txt").is_symlink() and real.read_text().count("\n") == 2  # the link stays
+
+
+def test_attention_files_are_html_or_pictures_and_the_printed_path_is_written(smoke_run, tmp_path):
+    for name in ("x.txt", "x", "x.jpeg"):
+        result = translate("run=does-not-matter", "Hi.", f"attention={tmp_path / name}")
+        stderr = result.stderr.decode()
+        assert result.returncode != 0 and "must end in one of .html, .png, .svg, .pdf" in stderr, stderr
+    result = translate(f"run={smoke_run}", "The sky is blue.", f"attention={tmp_path / 'sky.svg'}", "beam_size=1")
+    assert result.returncode == 0, result.stderr.decode()
+    assert f"attention map written to {tmp_path / 'sky.svg'}" in result.stderr.decode()
+    assert (tmp_path / "sky.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_sentences_with_equals_signs_go_after_a_double_dash(smoke_run):
+    from translate import parse_args
+
+    cfg, sentences = parse_args([f"run={smoke_run}", "beam_size=1", "--", "x=1 is an equation.", "beam_size=3"])
+    assert sentences == ["x=1 is an equation.", "beam_size=3"] and cfg.beam_size == 1
+    result = translate(f"run={smoke_run}", "x=1 is an equation.")
+    assert result.returncode != 0 and "a sentence with '=' goes after --" in result.stderr.decode()
+    result = translate(f"run={smoke_run}", "beam_size=1", "--", "x=1 is an equation.", "y=2.")
+    assert result.returncode == 0 and result.stdout.decode().count("\n") == 2, result.stderr.decode()

@@ -1,4 +1,4 @@
-"""Training glue, the only place where the model meets Lightning.
+"""Training glue: where the model meets Lightning.
 
 ``translation_module.py`` (the LightningModule: loss, BLEU), ``schedule.py`` (learning rate),
 ``checkpoint_io.py`` (atomic writes, the resume point), ``precision.py`` (the bf16-or-fp32
