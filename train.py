@@ -31,6 +31,7 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from data.corpus import CorpusError, CorpusNotFoundError
 from data.tokenizer import MIN_VOCAB_SIZE, tokenizer_fingerprint
 from model.inference.run_folder import RunLoadError, read_checkpoint
 from model.training.checkpoint_io import AtomicCheckpointIO, resume_point
@@ -221,7 +222,7 @@ def finish_wandb_run() -> None:
 def main(cfg: DictConfig) -> dict[str, float]:
     try:
         return train(cfg)
-    except (SettingsError, NonFiniteLossError) as error:
+    except (SettingsError, NonFiniteLossError, CorpusError, CorpusNotFoundError) as error:
         raise SystemExit(f"train.py: {error}") from None
 
 

@@ -31,6 +31,10 @@ class CorpusNotFoundError(FileNotFoundError):
     """No corpus file anywhere we looked, and it could not be downloaded."""
 
 
+class CorpusError(ValueError):
+    """A corpus file that is not usable: not a zip or UTF-8 text, or mostly not sentence pairs."""
+
+
 @dataclass
 class ParseReport:
     """What parsing kept and skipped, so that nothing is dropped silently."""
@@ -136,17 +140,25 @@ def _download(target: Path, sha256: str | None) -> Path:
 
 
 def corpus_lines(path: str | os.PathLike) -> list[str]:
-    """Text lines of ``spa.txt``, from the zip or the plain file; bad UTF-8 bytes become U+FFFD."""
+    """Text lines of ``spa.txt``, from the zip or the plain file: a byte-order mark is dropped, bad
+    UTF-8 bytes become U+FFFD. A damaged zip or a file that is not text is a ``CorpusError``."""
     path = Path(path)
-    if path.suffix == ".zip":
-        with zipfile.ZipFile(path) as archive:
-            members = [n for n in archive.namelist() if n.endswith("spa.txt")]
-            if not members:
-                raise CorpusNotFoundError(f"{path} holds no spa.txt")
-            raw = archive.read(members[0])
+    if not path.is_file():
+        raise CorpusNotFoundError(f"corpus file {path} does not exist")
+    if path.suffix == ".zip" or zipfile.is_zipfile(path):
+        try:
+            with zipfile.ZipFile(path) as archive:
+                members = [n for n in archive.namelist() if n.endswith("spa.txt")]
+                if not members:
+                    raise CorpusNotFoundError(f"{path} holds no spa.txt")
+                raw = archive.read(members[0])
+        except (zipfile.BadZipFile, EOFError, OSError) as error:  # truncated or damaged
+            raise CorpusError(f"{path}: not a readable zip archive ({error})") from None
     else:
         raw = path.read_bytes()
-    return io.StringIO(raw.decode("utf-8", errors="replace")).read().splitlines()
+    if b"\x00" in raw:  # UTF-8 text never holds a NUL byte; binary files do
+        raise CorpusError(f"{path}: not a text file (it holds NUL bytes); expected spa-eng.zip or UTF-8 spa.txt")
+    return io.StringIO(raw.decode("utf-8-sig", errors="replace")).read().splitlines()
 
 
 def parse_lines(lines: list[str]) -> tuple[list[tuple[str, str]], ParseReport]:
@@ -190,7 +202,13 @@ def _keep_clean(english: str, spanish: str, line: str, pairs: list, report: Pars
 
 
 def load_pairs(path: str | os.PathLike) -> tuple[list[tuple[str, str]], ParseReport]:
-    """Read and parse a corpus file; the report is logged once, as a warning if lines were skipped."""
+    """Read and parse a corpus file; the report is logged once, as a warning if lines were skipped.
+
+    A file with more malformed lines than pairs is refused (``CorpusError``): it is not this corpus.
+    """
     pairs, report = parse_lines(corpus_lines(path))
+    if report.skipped_malformed > report.kept:
+        raise CorpusError(f"{path}: {report.skipped_malformed} malformed lines against {report.kept} "
+                          f"English<TAB>Spanish pairs: not a sentence-pair corpus")
     (log.warning if report.skipped else log.info)("%s: %s", path, report.summary())
     return pairs, report

@@ -8,7 +8,7 @@ import zipfile
 import pytest
 
 from data import corpus
-from data.corpus import CorpusNotFoundError, load_pairs, locate_corpus, parse_lines
+from data.corpus import CorpusError, CorpusNotFoundError, load_pairs, locate_corpus, parse_lines
 
 
 def test_messy_file_loads_with_right_counts_and_report(tmp_path, caplog):
@@ -102,3 +102,28 @@ def test_two_first_runs_download_once(tmp_path, monkeypatch):
     for thread in threads:
         thread.join()
     assert len(downloads) == 1 and found == [tmp_path / "cache" / "spa-eng.zip"] * 2
+
+
+def test_a_byte_order_mark_is_dropped(tmp_path):
+    path = tmp_path / "spa.txt"
+    path.write_bytes("\ufeffWait!\t¡Espera!\nGo.\tVe.\n".encode())
+    assert load_pairs(path)[0] == [("Wait!", "¡Espera!"), ("Go.", "Ve.")]
+
+
+def test_files_that_are_not_this_corpus_are_refused_naming_them(tmp_path):
+    truncated = tmp_path / "spa-eng.zip"
+    with zipfile.ZipFile(truncated, "w") as z:
+        z.writestr("spa-eng/spa.txt", "Go.\tVe.\n" * 1000)
+    truncated.write_bytes(truncated.read_bytes()[:200])
+    with pytest.raises(CorpusError, match=r"spa-eng\.zip: not a readable zip archive"):
+        load_pairs(truncated)
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(bytes(range(256)) * 50)
+    with pytest.raises(CorpusError, match=r"model\.bin: not a text file"):
+        load_pairs(binary)
+    prose = tmp_path / "notes.txt"  # text, but mostly not pairs: more malformed lines than pairs
+    prose.write_text("Go.\tVe.\n" + "Just a line of prose.\n" * 2, encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"notes\.txt: 2 malformed lines against 1 English<TAB>Spanish pairs"):
+        load_pairs(prose)
+    with pytest.raises(CorpusNotFoundError, match="does not exist"):
+        load_pairs(tmp_path / "missing.txt")

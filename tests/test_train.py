@@ -177,6 +177,16 @@ def test_a_checkpoint_that_needs_unpickling_is_refused_in_one_line(tmp_path, dat
     assert "this must never run" not in result.stdout + result.stderr
 
 
+def test_a_corpus_that_cannot_be_used_is_one_line(tmp_path, data_cache):
+    truncated = tmp_path / "spa-eng.zip"
+    truncated.write_bytes(b"PK\x03\x04" + b"\x00" * 100)
+    for path, message in ((truncated, "not a readable zip archive"), (tmp_path / "missing.zip", "does not exist")):
+        result = run_train(tmp_path / "run", data_cache, f"data.corpus_path={path}", check=False)
+        last = result.stderr.strip().splitlines()[-1]  # after Lightning's "Seed set to ..."
+        assert result.returncode == 1 and last.startswith("train.py: ") and message in last, result.stderr
+        assert "Traceback" not in result.stderr
+
+
 def test_a_run_folder_keeps_its_settings(smoke_run, tmp_path, data_cache):
     run = tmp_path / "run"
     shutil.copytree(smoke_run, run, ignore=shutil.ignore_patterns("wandb"))
