@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import warnings
 from pathlib import Path
 
 import hydra
@@ -35,6 +36,7 @@ from data.corpus import CorpusError, CorpusNotFoundError
 from data.tokenizer import MIN_VOCAB_SIZE, tokenizer_fingerprint
 from model.inference.run_folder import RunLoadError, read_checkpoint
 from model.training.checkpoint_io import AtomicCheckpointIO, resume_point
+from model.training.interrupt import GracefulStop, TrainingInterrupted
 from model.training.precision import choose_precision
 from model.training.schedule import DECAYS
 from model.training.translation_module import NonFiniteLossError
@@ -138,7 +140,8 @@ def resume_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
         return str(cfg.ckpt_path)
     point = resume_point(run_dir)
     if point is not None:
-        log.info("resuming the interrupted run from %s", point)
+        log.info("resuming the interrupted run from %s (its step, optimizer and schedule; the interrupted "
+                 "epoch's data order starts over)", point)
     return str(point) if point else None
 
 
@@ -180,11 +183,15 @@ def train(cfg: DictConfig) -> dict[str, float]:
     for logger in loggers:
         logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
     callbacks = [instantiate(c) for c in cfg.callbacks.values()] if cfg.get("callbacks") else []
-    trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=callbacks, default_root_dir=str(run_dir),
+    stopper = GracefulStop()  # Ctrl-C / SIGTERM: save last.ckpt at the step, then stop
+    trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=[*callbacks, stopper],
+                          default_root_dir=str(run_dir),
                           plugins=[AtomicCheckpointIO()])
     n_params = sum(p.numel() for p in model.parameters())
     log.info("model: %.1fM parameters; run folder: %s", n_params / 1e6, run_dir)
 
+    # Said in one line above instead: the token-bucket sampler reshuffles per epoch, from its seed.
+    warnings.filterwarnings("ignore", message=".*your dataloader is not resumable.*")
     try:
         try:
             trainer.fit(module, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=True)
@@ -192,6 +199,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
             good = resume_point(run_dir)
             raise NonFiniteLossError(f"{error}: training stopped, no final.ckpt written; last good checkpoint: "
                                      f"{good or 'none'} (a lower optim.optimizer.lr may help)") from None
+        stopper.raise_if_interrupted(trainer.global_step)  # a signal: last.ckpt saved, no final weights or test
         # The weights as training left them (a time limit rarely stops on a validation step).
         trainer.save_checkpoint(run_dir / "checkpoints" / "final.ckpt", weights_only=True)
         metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
@@ -224,6 +232,12 @@ def main(cfg: DictConfig) -> dict[str, float]:
         return train(cfg)
     except (SettingsError, NonFiniteLossError, CorpusError, CorpusNotFoundError) as error:
         raise SystemExit(f"train.py: {error}") from None
+    except TrainingInterrupted as stop:
+        print(f"train.py: {stop}", file=sys.stderr)
+        raise SystemExit(128 + stop.signum) from None  # 130 for Ctrl-C, 143 for SIGTERM, as shells report them
+    except KeyboardInterrupt:  # before training started or after it ended: nothing of a step to save
+        print("train.py: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 if __name__ == "__main__":

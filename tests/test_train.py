@@ -137,6 +137,31 @@ def test_killed_run_resumes_from_last_checkpoint(tmp_path, data_cache, smoke_run
     assert final_step(run_dir) == final_step(smoke_run) == 60
 
 
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_saves_the_step_and_the_same_command_resumes(tmp_path, data_cache, signum, code):
+    run_dir = tmp_path / "signalled"
+    last = run_dir / "checkpoints" / "last.ckpt"
+    args = ("logger=csv", "test=false", "trainer.max_steps=200")
+    # A background job of a non-interactive shell inherits SIGINT ignored: give the child the default.
+    process = run_train(run_dir, data_cache, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 300
+    while not last.is_file() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == code, stderr[-3000:]
+    saved_at = torch.load(last, weights_only=True)["global_step"]
+    assert 10 <= saved_at < 200 and not (run_dir / "checkpoints" / "final.ckpt").exists()
+    last_line = stderr.strip().splitlines()[-1]
+    assert last_line == (f"train.py: stopped by {signal.Signals(signum).name} at step {saved_at}; saved {last}: "
+                         f"run the same command to resume from it")
+    assert "Traceback" not in stderr
+    result = run_train(run_dir, data_cache, *args)  # the same command: resumes from that step, quietly
+    assert "not resumable" not in result.stdout + result.stderr and "resuming the interrupted run" in result.stdout
+    assert saved_at < final_step(run_dir) <= 200  # it went on from there (early stopping may end it sooner)
+
+
 def test_ddp_with_two_cpu_processes(tmp_path, data_cache):
     run_dir = tmp_path / "ddp"
     run_train(run_dir, data_cache, "trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2",

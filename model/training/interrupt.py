@@ -1,0 +1,64 @@
+"""Ctrl-C and SIGTERM during training save the work: the current step ends, ``last.ckpt`` is
+written (atomically, like every checkpoint), training stops, and ``train.py`` exits 130 / 143
+with one line saying how to resume. A second Ctrl-C stops at once, as Ctrl-C usually does.
+
+Schedulers (Slurm, Kubernetes, systemd) and ``kill`` send SIGTERM before they kill; a person
+presses Ctrl-C. Either way the run continues from that step with the same command.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import lightning as L
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class TrainingInterrupted(Exception):
+    """Training stopped on a signal after saving its resume point."""
+
+    def __init__(self, signum: int, step: int, checkpoint: Path) -> None:
+        self.signum, self.step, self.checkpoint = signum, step, checkpoint
+        super().__init__(f"stopped by {signal.Signals(signum).name} at step {step}; saved {checkpoint}: "
+                         f"run the same command to resume from it")
+
+
+class GracefulStop(L.Callback):
+    """Records SIGINT / SIGTERM while training, and at the end of the step saves ``last.ckpt`` and stops."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None  # the first signal received
+        self.saved: Path | None = None  # the checkpoint written on it
+        self._previous: dict[int, object] = {}
+
+    def _record(self, signum: int, frame) -> None:
+        if signum == signal.SIGINT and self.signum is not None:
+            raise KeyboardInterrupt  # Ctrl-C again: do not wait for the step
+        self.signum = self.signum or signum
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        # After Lightning's own handlers are in place (it restores the ones from before fit at the end).
+        for signum in SIGNALS:
+            self._previous[signum] = signal.getsignal(signum)
+            signal.signal(signum, self._record)
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args) -> None:
+        # Every rank must agree before the (collective) save: one of them may have the signal first.
+        if self.saved or not trainer.strategy.reduce_boolean_decision(self.signum is not None, all=False):
+            return
+        self.signum = self.signum or signal.SIGTERM
+        self.saved = Path(trainer.default_root_dir) / "checkpoints" / "last.ckpt"
+        trainer.save_checkpoint(self.saved)
+        trainer.should_stop = True
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous = {}
+
+    def raise_if_interrupted(self, step: int) -> None:
+        """After ``fit``: ``TrainingInterrupted`` if a signal stopped it."""
+        if self.saved is not None:
+            raise TrainingInterrupted(self.signum, step, self.saved)
