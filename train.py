@@ -20,6 +20,7 @@ resolved ``config.yaml``, ``tokenizer.json``, ``checkpoints/{best,last}.ckpt``, 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 import warnings
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import hydra
 import lightning as L
+from filelock import FileLock, Timeout
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from hydra.utils import instantiate
@@ -35,7 +37,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from data.corpus import CorpusError, CorpusNotFoundError
 from data.tokenizer import MIN_VOCAB_SIZE, tokenizer_fingerprint
 from model.inference.run_folder import RunLoadError, read_checkpoint
-from model.training.checkpoint_io import AtomicCheckpointIO, resume_point
+from model.training.checkpoint_io import AtomicCheckpointIO, CheckpointWriteError, resume_point
 from model.training.interrupt import GracefulStop, TrainingInterrupted
 from model.training.precision import choose_precision
 from model.training.schedule import DECAYS
@@ -128,16 +130,39 @@ def check_group_choices(argv: list[str]) -> None:
                                     f"(choices: {', '.join(choices)})")
 
 
-def resume_checkpoint(cfg: DictConfig, run_dir: Path) -> str | None:
-    """The checkpoint to resume from: ``ckpt_path=`` if given, else this run folder's last one that loads."""
-    if cfg.ckpt_path:
-        if not Path(cfg.ckpt_path).is_file():
-            raise SettingsError(f"ckpt_path={cfg.ckpt_path} does not exist")
-        try:
-            read_checkpoint(Path(cfg.ckpt_path))  # safely: a file that needs unpickling is refused here
-        except RunLoadError as error:
-            raise SettingsError(f"ckpt_path: {error}") from None
-        return str(cfg.ckpt_path)
+def lock_run_folder(run_dir: Path) -> FileLock | None:
+    """Hold ``run_dir`` for this process for the whole run: a second ``train.py`` on the same folder is
+    refused in one line naming the other process. The lock is the operating system's (flock): a
+    killed run's lock goes with it. DDP's other ranks (same run) take none."""
+    if any(os.environ.get(name, "0") != "0" for name in ("LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID")):
+        return None
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lock, owner = FileLock(str(run_dir / ".train.lock")), run_dir / ".train.pid"
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        holder = owner.read_text().strip() if owner.is_file() else "?"
+        raise SettingsError(f"{run_dir} is in use by another train.py (process {holder}): wait for it to end, or "
+                            f"give this run its own folder (hydra.run.dir=...)") from None
+    owner.write_text(str(os.getpid()))
+    return lock
+
+
+def given_checkpoint(cfg: DictConfig) -> str | None:
+    """``ckpt_path=``, checked to load safely (a file that needs unpickling is refused here), or None."""
+    if not cfg.ckpt_path:
+        return None
+    if not Path(cfg.ckpt_path).is_file():
+        raise SettingsError(f"ckpt_path={cfg.ckpt_path} does not exist")
+    try:
+        read_checkpoint(Path(cfg.ckpt_path))
+    except RunLoadError as error:
+        raise SettingsError(f"ckpt_path: {error}") from None
+    return str(cfg.ckpt_path)
+
+
+def interrupted_run_checkpoint(run_dir: Path) -> str | None:
+    """This run folder's last checkpoint that loads, when an earlier run in it was interrupted."""
     point = resume_point(run_dir)
     if point is not None:
         log.info("resuming the interrupted run from %s (its step, optimizer and schedule; the interrupted "
@@ -154,8 +179,19 @@ def train(cfg: DictConfig) -> dict[str, float]:
     training with ``NonFiniteLossError`` and writes no ``final.ckpt``.
     """
     check_config(cfg)
+    ckpt_path = given_checkpoint(cfg)  # before any work: a given checkpoint must load safely
     run_dir = Path(cfg.paths.output_dir)
-    ckpt_path = resume_checkpoint(cfg, run_dir)  # before any work: a given checkpoint must load safely
+    lock = lock_run_folder(run_dir)
+    try:
+        return _train(cfg, run_dir, ckpt_path or interrupted_run_checkpoint(run_dir))
+    finally:
+        if lock is not None:
+            (run_dir / ".train.pid").unlink(missing_ok=True)
+            lock.release()
+
+
+def _train(cfg: DictConfig, run_dir: Path, ckpt_path: str | None) -> dict[str, float]:
+    """``train`` once its settings are checked and its run folder is held."""
     group = sweep_group()
     if group and cfg.get("logger") and "wandb" in cfg.logger:
         with open_dict(cfg):
@@ -232,6 +268,8 @@ def main(cfg: DictConfig) -> dict[str, float]:
         return train(cfg)
     except (SettingsError, NonFiniteLossError, CorpusError, CorpusNotFoundError) as error:
         raise SystemExit(f"train.py: {error}") from None
+    except CheckpointWriteError as error:
+        raise SystemExit(f"train.py: {error.strerror}") from None
     except TrainingInterrupted as stop:
         print(f"train.py: {stop}", file=sys.stderr)
         raise SystemExit(128 + stop.signum) from None  # 130 for Ctrl-C, 143 for SIGTERM, as shells report them

@@ -117,6 +117,8 @@ class TranslationDataModule(L.LightningDataModule):
         folder = self.settings_folder()
         folder.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(folder) + ".lock"):
+            for stale in folder.glob("tmp*"):  # left by a build that was killed or failed (a full disk)
+                stale.unlink(missing_ok=True)
             if not (folder / "splits" / "dataset_dict.json").is_file():
                 pairs, report = self._read_pairs()
                 partial = folder / "splits.partial"

@@ -1,5 +1,6 @@
 """model/training/checkpoint_io.py: atomic checkpoint writes, and a resume point that is known to load."""
 
+import errno
 import logging
 
 import pytest
@@ -7,7 +8,7 @@ import torch
 
 import model.training.checkpoint_io as checkpoint_io
 from model.inference.run_folder import RunLoadError, read_checkpoint
-from model.training.checkpoint_io import AtomicCheckpointIO, resume_point
+from model.training.checkpoint_io import AtomicCheckpointIO, CheckpointWriteError, resume_point
 
 
 def checkpoint(step: int, value: float = 1.0) -> dict:
@@ -47,3 +48,28 @@ def test_resume_point_skips_broken_checkpoints(tmp_path, caplog):
     assert resume_point(tmp_path) == folder / "best.ckpt"
     (folder / "best.ckpt").write_bytes(b"")
     assert resume_point(tmp_path) is None  # nothing usable: start afresh
+
+
+@pytest.mark.parametrize("as_torch_reports_it", [False, True])
+def test_a_full_disk_is_one_line_and_leaves_the_old_checkpoint(tmp_path, monkeypatch, as_torch_reports_it):
+    target = tmp_path / "checkpoints" / "last.ckpt"
+    io = AtomicCheckpointIO()
+    io.save_checkpoint(checkpoint(100), target)
+
+    def disk_full(obj, f):
+        f.write(b"half a checkpoint")
+        full = OSError(errno.ENOSPC, "No space left on device")
+        if not as_torch_reports_it:
+            raise full
+        try:
+            raise full
+        except OSError:  # torch.save's own report of it: a RuntimeError in whose context the OSError is
+            raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 64 vs 0")
+
+    monkeypatch.setattr(checkpoint_io.torch, "save", disk_full)
+    with pytest.raises(CheckpointWriteError) as error:
+        io.save_checkpoint(checkpoint(200), target)
+    assert str(error.value.strerror) == f"{target}: cannot write the checkpoint (No space left on device); the previous one is intact"
+    assert error.value.errno == errno.ENOSPC
+    assert read_checkpoint(target)["global_step"] == 100  # the old one, whole
+    assert list(target.parent.iterdir()) == [target]  # no .partial left behind

@@ -114,3 +114,14 @@ def test_two_processes_build_one_cache(tmp_path):
     outputs = [p.communicate(timeout=300) for p in processes]
     assert all(p.returncode == 0 for p in processes), outputs[0][1].decode()[-2000:]
     assert json.loads(outputs[0][0]) == json.loads(outputs[1][0])
+
+
+def test_temporary_files_of_a_killed_build_are_removed(tmp_path):
+    from helpers import small_datamodule
+
+    first = small_datamodule(tmp_path)
+    stale = first.settings_folder() / "tmpk1ll3d"  # what a build killed mid-write leaves
+    stale.write_bytes(b"partial arrow data")
+    again = TranslationDataModule(**first.hparams)  # the same corpus file and settings: the same cache
+    again.setup()
+    assert not stale.exists() and again.splits["train"].num_rows == first.splits["train"].num_rows

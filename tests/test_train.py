@@ -68,11 +68,16 @@ def test_unknown_key_fails_with_hydras_error():
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith("train.py: bad settings: model.d_model=256 is not")
     # A typo in a config group's option: one line naming the choices, before anything starts.
-    for args in (["experiment=nope"], ["-m", "experiment=smoke,nope"], ["+ablation=no_heads"]):
-        result = subprocess.run([os.sys.executable, "train.py", *args], cwd=ROOT, capture_output=True, text=True,
-                                timeout=120)
-        assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
-        assert "no such option in configs/" in result.stderr and "choices: " in result.stderr
+    result = subprocess.run([os.sys.executable, "train.py", "experiment=nope"], cwd=ROOT, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 1 and result.stderr == ("train.py: experiment=nope: no such option in "
+                                                        "configs/experiment/ (choices: ablation, gpu_base, smoke)\n")
+    from train import check_group_choices
+
+    check_group_choices(["-m", "experiment=smoke,ablation", "+ablation=post_norm", "hydra.run.dir=x", "seed=3"])
+    for args in (["-m", "experiment=smoke,nope"], ["+ablation=no_heads"], ["logger=wandb,csvv"]):
+        with pytest.raises(SettingsError, match=r"no such option in configs/\w+/ \(choices: "):
+            check_group_choices(args)
     with pytest.raises(ConfigCompositionException, match="experiment/nope"):  # in-process too (not optional)
         compose_train("experiment=nope")
 
@@ -141,7 +146,7 @@ def test_killed_run_resumes_from_last_checkpoint(tmp_path, data_cache, smoke_run
 def test_a_signal_saves_the_step_and_the_same_command_resumes(tmp_path, data_cache, signum, code):
     run_dir = tmp_path / "signalled"
     last = run_dir / "checkpoints" / "last.ckpt"
-    args = ("logger=csv", "test=false", "trainer.max_steps=200")
+    args = ("logger=csv", "test=false", "trainer.max_steps=100")
     # A background job of a non-interactive shell inherits SIGINT ignored: give the child the default.
     process = run_train(run_dir, data_cache, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -152,14 +157,35 @@ def test_a_signal_saves_the_step_and_the_same_command_resumes(tmp_path, data_cac
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == code, stderr[-3000:]
     saved_at = torch.load(last, weights_only=True)["global_step"]
-    assert 10 <= saved_at < 200 and not (run_dir / "checkpoints" / "final.ckpt").exists()
+    assert 10 <= saved_at < 100 and not (run_dir / "checkpoints" / "final.ckpt").exists()
     last_line = stderr.strip().splitlines()[-1]
     assert last_line == (f"train.py: stopped by {signal.Signals(signum).name} at step {saved_at}; saved {last}: "
                          f"run the same command to resume from it")
     assert "Traceback" not in stderr
     result = run_train(run_dir, data_cache, *args)  # the same command: resumes from that step, quietly
     assert "not resumable" not in result.stdout + result.stderr and "resuming the interrupted run" in result.stdout
-    assert saved_at < final_step(run_dir) <= 200  # it went on from there (early stopping may end it sooner)
+    assert saved_at < final_step(run_dir) <= 100  # it went on from there (early stopping may end it sooner)
+
+
+def test_one_run_folder_one_writer(tmp_path, data_cache):
+    from train import lock_run_folder
+
+    run_dir = tmp_path / "shared"
+    process = run_train(run_dir, data_cache, "logger=csv", "test=false", "trainer.max_steps=5000",
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    owner = run_dir / ".train.pid"
+    deadline = time.time() + 300
+    while not owner.is_file() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    try:
+        with pytest.raises(SettingsError, match=rf"{run_dir} is in use by another train.py \(process {process.pid}\)"):
+            train_in_process(run_dir, data_cache, "logger=csv", "test=false")
+    finally:
+        os.kill(process.pid, signal.SIGKILL)  # killed: its lock must not outlive it
+        process.wait()
+    lock = lock_run_folder(run_dir)
+    assert lock is not None and lock.is_locked and owner.read_text() == str(os.getpid())
+    lock.release()
 
 
 def test_ddp_with_two_cpu_processes(tmp_path, data_cache):
@@ -205,11 +231,14 @@ def test_a_checkpoint_that_needs_unpickling_is_refused_in_one_line(tmp_path, dat
 def test_a_corpus_that_cannot_be_used_is_one_line(tmp_path, data_cache):
     truncated = tmp_path / "spa-eng.zip"
     truncated.write_bytes(b"PK\x03\x04" + b"\x00" * 100)
-    for path, message in ((truncated, "not a readable zip archive"), (tmp_path / "missing.zip", "does not exist")):
-        result = run_train(tmp_path / "run", data_cache, f"data.corpus_path={path}", check=False)
-        last = result.stderr.strip().splitlines()[-1]  # after Lightning's "Seed set to ..."
-        assert result.returncode == 1 and last.startswith("train.py: ") and message in last, result.stderr
-        assert "Traceback" not in result.stderr
+    result = run_train(tmp_path / "run", data_cache, f"data.corpus_path={truncated}", check=False)
+    last = result.stderr.strip().splitlines()[-1]  # after Lightning's "Seed set to ..."
+    assert result.returncode == 1 and last.startswith("train.py: ") and "not a readable zip" in last, result.stderr
+    assert "Traceback" not in result.stderr
+    from data.corpus import CorpusNotFoundError  # a missing file: the same path to main's one line
+
+    with pytest.raises(CorpusNotFoundError, match="missing.zip does not exist"):
+        train_in_process(tmp_path / "run2", data_cache, f"data.corpus_path={tmp_path / 'missing.zip'}")
 
 
 def test_a_run_folder_keeps_its_settings(smoke_run, tmp_path, data_cache):

@@ -21,18 +21,42 @@ from model.inference.run_folder import RunLoadError, read_checkpoint
 log = logging.getLogger(__name__)
 
 
+class CheckpointWriteError(OSError):
+    """A checkpoint could not be written (a full disk, a read-only folder): the previous one is intact."""
+
+
+def os_cause(error: BaseException) -> OSError | None:
+    """The operating system's error behind ``error``: torch.save reports a full disk as a RuntimeError
+    ("unexpected pos") whose context is the real ``OSError``."""
+    while error is not None and not isinstance(error, OSError):
+        error = error.__cause__ or error.__context__
+    return error
+
+
 class AtomicCheckpointIO(TorchCheckpointIO):
-    """Lightning's ``torch.save`` checkpoints, written atomically (temporary file, fsync, rename)."""
+    """Lightning's ``torch.save`` checkpoints, written atomically (temporary file, fsync, rename).
+
+    A write that fails leaves no temporary file and the previous checkpoint whole, and is one
+    ``CheckpointWriteError`` naming the file and the cause.
+    """
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path: str | os.PathLike, storage_options: Any = None) -> None:
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f".{path.name}.partial")
-        with open(partial, "wb") as out:
-            torch.save(checkpoint, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(partial, path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(partial, "wb") as out:
+                torch.save(checkpoint, out)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(partial, path)
+        except (OSError, RuntimeError) as error:
+            cause = os_cause(error)
+            if cause is None:
+                raise
+            partial.unlink(missing_ok=True)
+            raise CheckpointWriteError(cause.errno, f"{path}: cannot write the checkpoint "
+                                                    f"({cause.strerror or cause}); the previous one is intact") from None
 
 
 def resume_point(run_dir: Path) -> Path | None:
