@@ -35,6 +35,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from data.corpus import CorpusError, CorpusNotFoundError
+from data.datamodule import DataCacheError
 from data.tokenizer import MIN_VOCAB_SIZE, tokenizer_fingerprint
 from model.inference.run_folder import RunLoadError, read_checkpoint
 from model.training.checkpoint_io import AtomicCheckpointIO, CheckpointWriteError, resume_point
@@ -268,7 +269,7 @@ def main(cfg: DictConfig) -> dict[str, float]:
         return train(cfg)
     except (SettingsError, NonFiniteLossError, CorpusError, CorpusNotFoundError) as error:
         raise SystemExit(f"train.py: {error}") from None
-    except CheckpointWriteError as error:
+    except (CheckpointWriteError, DataCacheError) as error:
         raise SystemExit(f"train.py: {error.strerror}") from None
     except TrainingInterrupted as stop:
         print(f"train.py: {stop}", file=sys.stderr)

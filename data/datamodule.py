@@ -28,6 +28,10 @@ log = logging.getLogger(__name__)
 CACHE_VERSION = 1  # bump when the cached format changes
 
 
+class DataCacheError(OSError):
+    """The data cache could not be written (a full disk, a read-only folder): nothing half-built is kept."""
+
+
 class Collator:
     """Indices -> padded tensors: src (B, S) ends in EOS; tgt_in = BOS + tgt; tgt_out = tgt + EOS."""
 
@@ -113,32 +117,58 @@ class TranslationDataModule(L.LightningDataModule):
         return pairs, report
 
     def prepare_data(self) -> None:
-        """Build what is missing from the cache (one process at a time, under a file lock)."""
+        """Build what is missing from the cache (one process at a time, under a file lock).
+
+        A write that fails (a full disk) is one ``DataCacheError`` naming the folder and the cause,
+        with nothing half-built kept; what a killed build left is removed here the next time.
+        """
         folder = self.settings_folder()
         folder.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(folder) + ".lock"):
-            for stale in folder.glob("tmp*"):  # left by a build that was killed or failed (a full disk)
-                stale.unlink(missing_ok=True)
-            if not (folder / "splits" / "dataset_dict.json").is_file():
-                pairs, report = self._read_pairs()
-                partial = folder / "splits.partial"
-                shutil.rmtree(partial, ignore_errors=True)
-                split_pairs(pairs, self.hparams.val_fraction, self.hparams.test_fraction, self.hparams.seed).save_to_disk(
-                    str(partial)
-                )
-                (folder / "report.json").write_text(json.dumps(report.__dict__ | {"skipped": report.skipped}))
-                partial.rename(folder / "splits")
-            splits = load_from_disk(str(folder / "splits"))
-            tokenizer_dir = folder / "tokenizer"
-            if not tokenizer_dir.is_dir() or not list(tokenizer_dir.glob("tokenizer*.json")):
-                shutil.rmtree(tokenizer_dir, ignore_errors=True)
-                train = splits["train"]  # BPE never sees validation or test text
-                tokenizer = TranslationTokenizer.train(zip(train["src"], train["tgt"]), self.hparams.vocab_size,
-                                                       self.hparams.joint_vocab)
-                shutil.rmtree(folder / "tokenizer.partial", ignore_errors=True)
-                tokenizer.save(folder / "tokenizer.partial")
-                (folder / "tokenizer.partial").rename(tokenizer_dir)
-            self._tokenize(splits, TranslationTokenizer.load(tokenizer_dir), folder)
+            self._remove_partial(folder)
+            pairs_and_report = None if (folder / "splits" / "dataset_dict.json").is_file() else self._read_pairs()
+            try:
+                self._build(folder, pairs_and_report)
+            except Exception as error:  # noqa: BLE001 — datasets and pyarrow wrap the OS error in their own
+                cause = error
+                while cause is not None and not isinstance(cause, OSError):
+                    cause = cause.__cause__ or cause.__context__
+                if cause is None:
+                    raise
+                self._remove_partial(folder)
+                raise DataCacheError(cause.errno, f"{folder}: cannot build the data cache "
+                                                  f"({cause.strerror or cause}); nothing half-built is kept") from None
+
+    @staticmethod
+    def _remove_partial(folder: Path) -> None:
+        """What a killed or failed build leaves: temporary files and half-written folders."""
+        for stale in folder.glob("tmp*"):
+            stale.unlink(missing_ok=True)
+        for partial in (folder / "splits.partial", folder / "tokenizer.partial"):
+            shutil.rmtree(partial, ignore_errors=True)
+
+    def _build(self, folder: Path, pairs_and_report: tuple | None) -> None:
+        """Splits (from ``pairs_and_report`` when they are missing), tokenizer and token ids, into ``folder``."""
+        if pairs_and_report is not None:
+            pairs, report = pairs_and_report
+            partial = folder / "splits.partial"
+            shutil.rmtree(partial, ignore_errors=True)
+            split_pairs(pairs, self.hparams.val_fraction, self.hparams.test_fraction, self.hparams.seed).save_to_disk(
+                str(partial)
+            )
+            (folder / "report.json").write_text(json.dumps(report.__dict__ | {"skipped": report.skipped}))
+            partial.rename(folder / "splits")
+        splits = load_from_disk(str(folder / "splits"))
+        tokenizer_dir = folder / "tokenizer"
+        if not tokenizer_dir.is_dir() or not list(tokenizer_dir.glob("tokenizer*.json")):
+            shutil.rmtree(tokenizer_dir, ignore_errors=True)
+            train = splits["train"]  # BPE never sees validation or test text
+            tokenizer = TranslationTokenizer.train(zip(train["src"], train["tgt"]), self.hparams.vocab_size,
+                                                   self.hparams.joint_vocab)
+            shutil.rmtree(folder / "tokenizer.partial", ignore_errors=True)
+            tokenizer.save(folder / "tokenizer.partial")
+            (folder / "tokenizer.partial").rename(tokenizer_dir)
+        self._tokenize(splits, TranslationTokenizer.load(tokenizer_dir), folder)
 
     def _tokenize(self, splits: DatasetDict, tokenizer: TranslationTokenizer, folder: Path) -> DatasetDict:
         """Token ids for every split via ``Dataset.map(batched=True)``, cached in ``folder``.

@@ -4,13 +4,15 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 import torch
 
 import data.datamodule as datamodule_module
 from data.datamodule import TranslationDataModule
 from data.tokenizer import tokenizer_fingerprint
-from helpers import small_corpus
+from helpers import small_corpus, small_datamodule
 
 
 def test_second_run_reuses_the_cache(tmp_path, monkeypatch):
@@ -117,11 +119,41 @@ def test_two_processes_build_one_cache(tmp_path):
 
 
 def test_temporary_files_of_a_killed_build_are_removed(tmp_path):
-    from helpers import small_datamodule
-
     first = small_datamodule(tmp_path)
     stale = first.settings_folder() / "tmpk1ll3d"  # what a build killed mid-write leaves
     stale.write_bytes(b"partial arrow data")
     again = TranslationDataModule(**first.hparams)  # the same corpus file and settings: the same cache
     again.setup()
     assert not stale.exists() and again.splits["train"].num_rows == first.splits["train"].num_rows
+
+
+def test_a_full_disk_while_building_is_one_line_and_keeps_nothing_half_built(tmp_path, monkeypatch):
+    import errno
+
+    from data.datamodule import DataCacheError
+    real_split_pairs = datamodule_module.split_pairs
+
+    class DiskFullSplits:
+        def __init__(self, *args):
+            self.splits = real_split_pairs(*args)
+
+        def save_to_disk(self, path):  # writes a part, then the disk is full (wrapped, as datasets does)
+            Path(path).mkdir(parents=True)
+            (Path(path) / "data-00000.arrow").write_bytes(b"half")
+            try:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            except OSError as full:
+                raise RuntimeError("failed to write a shard") from full
+
+    monkeypatch.setattr(datamodule_module, "split_pairs", DiskFullSplits)
+    settings = dict(corpus_path=str(small_corpus(tmp_path)), cache_dir=str(tmp_path / "cache"), vocab_size=300,
+                    max_tokens=512)
+    with pytest.raises(DataCacheError, match=r"cannot build the data cache \(No space left on device\); nothing "
+                                             r"half-built is kept") as error:
+        TranslationDataModule(**settings).setup()
+    assert "\n" not in error.value.strerror
+    folder = TranslationDataModule(**settings).settings_folder()
+    assert not (folder / "splits.partial").exists() and not (folder / "splits").exists()
+    monkeypatch.setattr(datamodule_module, "split_pairs", real_split_pairs)  # space again: it builds
+    TranslationDataModule(**settings).setup()
+    assert (folder / "splits" / "dataset_dict.json").is_file()
