@@ -241,6 +241,30 @@ def test_a_corpus_that_cannot_be_used_is_one_line(tmp_path, data_cache):
         train_in_process(tmp_path / "run2", data_cache, f"data.corpus_path={tmp_path / 'missing.zip'}")
 
 
+def test_a_full_disk_during_training_is_one_error_naming_the_checkpoint(tmp_path, data_cache, monkeypatch):
+    import errno
+
+    import model.training.checkpoint_io as checkpoint_io
+    from model.training.checkpoint_io import CheckpointWriteError
+
+    real_save, saves = checkpoint_io.torch.save, []
+
+    def fills_the_disk(obj, f):  # the second checkpoint of the run finds the disk full
+        saves.append(1)
+        if len(saves) == 2:
+            f.write(b"half")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_save(obj, f)
+
+    monkeypatch.setattr(checkpoint_io.torch, "save", fills_the_disk)
+    run = tmp_path / "full"
+    with pytest.raises(CheckpointWriteError) as error:
+        train_in_process(run, data_cache, "logger=csv", "test=false")
+    assert error.value.strerror.endswith("cannot write the checkpoint (No space left on device); the previous one is intact")
+    assert not list((run / "checkpoints").glob(".*.partial"))  # nothing half-written left behind
+    assert torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 10  # the first save
+
+
 def test_a_run_folder_keeps_its_settings(smoke_run, tmp_path, data_cache):
     run = tmp_path / "run"
     shutil.copytree(smoke_run, run, ignore=shutil.ignore_patterns("wandb"))
