@@ -5,6 +5,7 @@
     python translate.py run=outputs/my_run input=english.txt output=spanish.txt beam_size=1
     python translate.py run=outputs/my_run "The sky is blue." attention=sky.html
     python translate.py run=outputs/my_run "The sky is blue." attention=sky.png attention_all=true
+    python translate.py run=outputs/my_run serve=true
 
 Options (defaults in brackets; "the run's" = what the run was trained with, in its config.yaml):
   run=PATH            run folder made by train.py, or a .ckpt file inside one        [required]
@@ -22,6 +23,9 @@ Options (defaults in brackets; "the run's" = what the run was trained with, in i
                       (every kind, layer, head); FILE.png, .svg or .pdf = cross-attention picture
   attention_all=BOOL  with a picture: every layer and head, plus both self-attentions [false]
   -- SENTENCE ...     everything after -- is a sentence, even with "=" in it
+  serve=BOOL          serve a page and a JSON API (POST /translate; docs at /docs)   [false]
+                      instead of translating; needs pip install -e ".[serve]"
+  host=H, port=N      where to serve; 127.0.0.1 = this machine only                  [127.0.0.1, 8000]
 
 Empty lines give empty lines (the line count is always kept); over-long sentences are
 cut to the model's limit and invalid UTF-8 bytes are replaced, each with one warning.
@@ -71,6 +75,9 @@ class TranslateConfig:
     device: str = "auto"
     attention: str | None = None
     attention_all: bool = False
+    serve: bool = False
+    host: str = "127.0.0.1"
+    port: int = 8000
 
 
 def parse_args(argv: list[str]) -> tuple[TranslateConfig, list[str]]:
@@ -128,6 +135,19 @@ def check_paths(cfg: TranslateConfig, sentences: list[str]) -> None:
             raise SystemExit(f"translate.py: attention folder {attention.parent} does not exist")
 
 
+def check_serving(cfg: TranslateConfig, sentences: list[str]) -> None:
+    """serve=true: the server's own options only, and its libraries installed."""
+    if sentences or cfg.input or cfg.output or cfg.attention:
+        raise SystemExit("translate.py: serve=true takes no sentences, input=, output= or attention= "
+                         "(the page and POST /translate take the sentences)")
+    if not 0 < cfg.port < 65536:
+        raise SystemExit(f"translate.py: port={cfg.port} must be between 1 and 65535")
+    import importlib.util
+
+    if not (importlib.util.find_spec("fastapi") and importlib.util.find_spec("uvicorn")):
+        raise SystemExit("translate.py: serve=true needs FastAPI and uvicorn: pip install -e \".[serve]\"")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):
@@ -141,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     if too_small:
         raise SystemExit(f"translate.py: {', '.join(too_small)}: must be at least 1")
     check_paths(cfg, sentences)
+    if cfg.serve:
+        check_serving(cfg, sentences)
     logging.basicConfig(format="translate.py: warning: %(message)s", level=logging.WARNING)
     from data.lines import LineReader  # heavy imports after the argument checks
     from model.inference.run_folder import RunLoadError
@@ -155,6 +177,11 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"translate.py: {error}") from None
     if cfg.max_sentence_len is not None:  # instead of the run's data.max_sentence_len
         translator.settings = replace(translator.settings, max_sentence_len=cfg.max_sentence_len)
+    if cfg.serve:
+        from model.inference.server import serve
+
+        serve(translator, search, cfg.host, cfg.port)  # until Ctrl-C
+        return 0
 
     done, drawn, reader = 0, None, None  # drawn: the translation whose attention is drawn
     with contextlib.ExitStack() as files:

@@ -95,10 +95,13 @@ def sentence_attention(model: Seq2SeqTransformer, src_ids: list[int], output_ids
     return SentenceAttention(src_ids, input_ids, output_ids, first)
 
 
-def max_output_length(src: Tensor, pad_id: int, max_len_a: float, max_len_b: int, limit: int) -> int:
-    """Longest output allowed: a · (longest source length) + b, capped by the model's positions."""
-    src_len = int((src != pad_id).sum(dim=1).max())
-    return max(1, min(int(max_len_a * src_len + max_len_b), limit - 1))
+def output_limits(src: Tensor, pad_id: int, config: SearchConfig, limit: int) -> Tensor:
+    """Longest output of each sentence (B,): a · (its source length) + b, capped by the model's positions.
+
+    Per sentence, not per batch: a translation does not depend on the sentences batched with it.
+    """
+    src_len = (src != pad_id).sum(dim=1).float()
+    return (config.max_len_a * src_len + config.max_len_b).long().clamp(min=1, max=limit - 1)
 
 
 @torch.no_grad()
@@ -115,17 +118,17 @@ def greedy_decode(
     Only ``config``'s length limits apply; ``use_cache=False`` re-runs the whole prefix each step.
     """
     pad_id, batch = model.pad_id, src.size(0)
-    max_steps = max_output_length(src, pad_id, config.max_len_a, config.max_len_b, model.max_len)
+    limits = output_limits(src, pad_id, config, model.max_len)  # (B,)
     memory = model.encode(src)
     cache = model.new_cache() if use_cache else None
     tokens = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)
     finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
-    for _ in range(max_steps):
+    for step in range(int(limits.max())):
         step_input = tokens[:, -1:] if use_cache else tokens  # uncached: re-run the whole prefix
         logits = model.decode(step_input, memory, src, cache)[:, -1]  # (B, vocab)
         next_token = logits.argmax(dim=-1).masked_fill(finished, pad_id)
         tokens = torch.cat([tokens, next_token[:, None]], dim=1)
-        finished |= next_token == eos_id
+        finished |= (next_token == eos_id) | (limits <= step + 1)  # ended, or at its own length limit
         if finished.all():
             break
     return tokens[:, 1:]
@@ -152,7 +155,7 @@ def beam_search(
     """
     pad_id, batch, k = model.pad_id, src.size(0), config.beam_size
     device = src.device
-    max_steps = max_output_length(src, pad_id, config.max_len_a, config.max_len_b, model.max_len)
+    limits = output_limits(src, pad_id, config, model.max_len).repeat_interleave(k)  # (B·k,)
     # Every source row is repeated k times: row b*k + j is hypothesis j of sentence b.
     src = src.repeat_interleave(k, dim=0)  # (B·k, S)
     memory = model.encode(src)
@@ -165,7 +168,7 @@ def beam_search(
     # A finished hypothesis may only continue with PAD, at log-probability 0.
     frozen = torch.full((model.tgt_vocab_size,), float("-inf"), device=device)
     frozen[pad_id] = 0.0
-    for _ in range(max_steps):
+    for step in range(int(limits.max())):
         logits = model.decode(tokens[:, -1:], memory, src, cache)[:, -1].float()
         log_probs = logits.log_softmax(dim=-1)  # (B·k, vocab)
         log_probs = torch.where(finished[:, None], frozen, log_probs)
@@ -178,7 +181,8 @@ def beam_search(
         finished, lengths = finished[origin], lengths[origin]
         lengths = lengths + (~finished).float()  # EOS counts, padding does not
         tokens = torch.cat([tokens[origin], next_token[:, None]], dim=1)
-        finished = finished | (next_token == eos_id)
+        # Ended, or at its sentence's own length limit (hypotheses stay within their sentence's rows).
+        finished = finished | (next_token == eos_id) | (limits <= step + 1)
         if finished.all():
             break
     normalized = scores / length_penalty_factor(lengths.view(batch, k), config.length_penalty)

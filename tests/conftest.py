@@ -60,3 +60,18 @@ def smoke_run(tmp_path_factory, corpus_path, data_cache) -> Path:
     run_dir = tmp_path_factory.mktemp("runs") / "smoke"
     train_in_process(run_dir, data_cache, f"data.corpus_path={corpus_path}")
     return run_dir
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's headless Chromium, driven by selenium (the explorer's and the server page's tests)."""
+    from scripts.screenshot_explorer import INSTALL_HINT, headless_chromium
+
+    try:
+        driver = headless_chromium()
+    except RuntimeError as error:
+        if os.environ.get("CI"):  # CI installs the browser: there, a missing one is a failure
+            raise
+        pytest.skip(f"{error} ({INSTALL_HINT})")
+    yield driver
+    driver.quit()

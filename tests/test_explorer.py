@@ -1,6 +1,5 @@
 """model/views/explorer.py and explorer.html: the payload, and the page in a real headless browser."""
 
-import os
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
@@ -11,7 +10,7 @@ from model.search import SentenceAttention
 from model.transformer import AttentionMaps
 from model.views import SentenceView
 from model.views.explorer import explorer_html, read_steps, sentence_record, write_explorer
-from scripts.screenshot_explorer import INSTALL_HINT, headless_chromium, save_full_page
+from scripts.screenshot_explorer import save_full_page
 
 
 def random_sentence(src=4, out=3, layers=2, heads=3, seed=0) -> SentenceAttention:
@@ -52,18 +51,6 @@ def test_steps_are_read_back_in_order(tmp_path):
         (tmp_path / f"step_{step:06d}" / "attention.json").write_text(json.dumps({"label": f"step {step}"}))
     assert [s["label"] for s in read_steps(tmp_path)] == ["step 40", "step 200", "step 1000"]
     assert "__DATA__" not in explorer_html([], "empty") and "__TITLE__" not in explorer_html([], "empty")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    try:
-        driver = headless_chromium()
-    except RuntimeError as error:
-        if os.environ.get("CI"):  # CI installs the browser: there, a missing one is a failure
-            raise
-        pytest.skip(f"{error} ({INSTALL_HINT})")
-    yield driver
-    driver.quit()
 
 
 def js_two_decimals(w: float) -> str:

@@ -9,7 +9,7 @@ from model.search import (
     beam_search,
     greedy_decode,
     length_penalty_factor,
-    max_output_length,
+    output_limits,
     produced_ids,
     search,
     sentence_attention,
@@ -74,13 +74,24 @@ def test_larger_beams_never_score_below_greedy(model, sources, alpha):
         assert torch.all(beam_score >= greedy_score - 1e-5), (k, beam_score - greedy_score)
 
 
-def test_outputs_end_at_eos_and_respect_max_length(model, sources):
-    out = greedy_decode(model, sources, BOS, EOS, SearchConfig(max_len_a=1.0, max_len_b=2))
-    assert out.size(1) <= max_output_length(sources, PAD, 1.0, 2, model.max_len)
-    for row in out.tolist():
-        if EOS in row:  # nothing but padding after the first EOS
-            assert all(t == PAD for t in row[row.index(EOS) + 1 :])
-    assert max_output_length(torch.ones(1, 500, dtype=torch.long), PAD, 1.5, 10, 64) == 63
+def test_outputs_end_at_eos_and_respect_each_sentences_length_limit(model, sources):
+    config = SearchConfig(max_len_a=1.0, max_len_b=2)
+    limits = output_limits(sources, PAD, config, model.max_len)
+    assert limits.tolist() == [(row != PAD).sum().item() + 2 for row in sources]  # a · its length + b
+    for out in (greedy_decode(model, sources, BOS, EOS, config), beam_search(model, sources, BOS, EOS, config)[0]):
+        for row, limit in zip(out.tolist(), limits.tolist()):
+            assert len([t for t in row if t != PAD]) <= limit
+            if EOS in row:  # nothing but padding after the first EOS
+                assert all(t == PAD for t in row[row.index(EOS) + 1 :])
+    assert output_limits(torch.ones(1, 500, dtype=torch.long), PAD, SearchConfig(), 64).tolist() == [63]
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_a_translation_does_not_depend_on_its_batch(model, sources, beam_size):
+    config = SearchConfig(beam_size=beam_size, max_len_a=1.0, max_len_b=2)
+    together = search(model, sources, BOS, EOS, config)
+    alone = [search(model, sources[i : i + 1, : (sources[i] != PAD).sum()], BOS, EOS, config)[0] for i in range(12)]
+    assert together == alone
 
 
 def test_produced_ids_end_with_the_eos_the_search_reached():

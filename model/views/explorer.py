@@ -30,10 +30,14 @@ def sentence_record(view: SentenceView) -> dict:
             "inputs": view.input_tokens, "outputs": view.output_tokens, "maps": maps}
 
 
+def explorer_data(steps: list[dict], title: str) -> dict:
+    """What the page shows: ``steps``, each ``{"label": str, "sentences": [sentence_record, ...]}``."""
+    return {"title": title, "kinds": ATTENTION_TITLES, "steps": steps}
+
+
 def explorer_html(steps: list[dict], title: str) -> str:
-    """The page for ``steps``: each ``{"label": str, "sentences": [sentence_record, ...]}``."""
-    data = json.dumps({"title": title, "kinds": ATTENTION_TITLES, "steps": steps}, ensure_ascii=False,
-                      separators=(",", ":"))
+    """The page for ``steps`` (``explorer_data``), the template filled in."""
+    data = json.dumps(explorer_data(steps, title), ensure_ascii=False, separators=(",", ":"))
     # "<" as \u003c: no token ("</script>", "<!--") can end the data block early.
     data = data.replace("<", "\\u003c")
     before, after = TEMPLATE.read_text(encoding="utf-8").split("__DATA__")

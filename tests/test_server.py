@@ -1,0 +1,186 @@
+"""model/inference/server.py: the JSON API in-process (FastAPI's test client), requests batched together,
+and a real server on a local port that Ctrl-C stops cleanly."""
+
+import contextlib
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from helpers import ROOT, explorer_data
+from model.inference.server import MAX_LINE_CHARS, MAX_LINES, create_app
+from model.inference.translator import Translator
+from model.search import SearchConfig
+from scripts.screenshot_explorer import save_full_page
+
+SENTENCES = ["I like cats.", "Where is the station?", "Tom is very tall.", "It is late.", "The sky is blue."]
+
+
+@pytest.fixture(scope="module")
+def translator(smoke_run):
+    return Translator.load(smoke_run)
+
+
+@pytest.fixture(scope="module")
+def client(translator):
+    # A wide window: concurrent test requests surely meet in one batch.
+    with TestClient(create_app(translator, translator.settings.search, window=0.2)) as client:
+        yield client
+
+
+def test_translations_in_order_and_empty_lines_stay_empty(client, translator):
+    lines = ["Hello.", "", SENTENCES[0], "   ", SENTENCES[1]]
+    answer = client.post("/translate", json={"lines": lines, "beam_size": 1})
+    assert answer.status_code == 200
+    expected = [t.text for t in translator.translate(lines, SearchConfig(beam_size=2).greedy)]
+    assert answer.json() == {"translations": expected, "attention": None} and expected[1] == expected[3] == ""
+
+
+@pytest.mark.parametrize("body, status, message", [
+    ("{not json", 422, "body: JSON decode error"),
+    ({"lines": "one line"}, 422, "lines: Input should be a valid list"),
+    ({"lines": [1, 2]}, 422, "lines.0: Input should be a valid string"),
+    ({"lines": ["Hi."], "beam_size": 0}, 422, "beam_size: Input should be greater than or equal to 1"),
+    ({"lines": ["Hi."], "beam_size": 65}, 422, "beam_size: Input should be less than or equal to 64"),
+    ({"lines": ["Hi."], "beam_size": "5"}, 422, "beam_size: Input should be a valid integer"),
+    ({"lines": ["Hi."], "file": "/etc/passwd"}, 422, "file: Extra inputs are not permitted"),
+    ({"lines": ["Hi."] * (MAX_LINES + 1)}, 422, f"lines: List should have at most {MAX_LINES} items"),
+    ({"lines": ["Hi.", "x" * (MAX_LINE_CHARS + 1)]}, 413, f"lines.1: longer than {MAX_LINE_CHARS} characters"),
+])
+def test_bad_requests_are_a_4xx_with_one_line(client, body, status, message):
+    kwargs = {"content": body, "headers": {"Content-Type": "application/json"}} if isinstance(body, str) else {"json": body}
+    answer = client.post("/translate", **kwargs)
+    assert answer.status_code == status and answer.json()["error"].startswith(message), answer.json()
+    assert "\n" not in answer.json()["error"]
+    assert client.post("/translate", json={"lines": ["Still here."]}).status_code == 200  # the server goes on
+
+
+def test_the_attention_is_what_translate_py_draws(client, smoke_run, tmp_path):
+    page = tmp_path / "sky.html"
+    result = subprocess.run([sys.executable, str(ROOT / "translate.py"), f"run={smoke_run}", "The sky is blue.",
+                             f"attention={page}", "beam_size=2"], cwd=ROOT, capture_output=True, timeout=300)
+    assert result.returncode == 0, result.stderr.decode()
+    answer = client.post("/translate", json={"lines": ["", "The sky is blue."], "beam_size": 2, "attention": True})
+    assert answer.json()["attention"] == explorer_data(page)  # the first non-empty line, the same search
+
+
+def test_concurrent_requests_share_batches_and_get_their_own_answers(client, translator):
+    batcher = client.app.state.batcher
+    expected = {line: t.text for line, t in zip(SENTENCES, translator.translate(SENTENCES, SearchConfig(beam_size=2)))}
+    before = batcher.batches
+    requests = [SENTENCES[i % len(SENTENCES)] for i in range(16)]
+    with ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(lambda line: client.post("/translate", json={"lines": [line]}).json(), requests))
+    assert [a["translations"] for a in answers] == [[expected[line]] for line in requests]  # never mixed
+    assert batcher.batches - before < 16  # gathered: fewer model batches than requests
+
+
+def test_the_page_is_self_contained(client):
+    page = client.get("/").text
+    assert "__DEFAULTS__" not in page and "__EXPLORER__" not in page and "attention-data" in page
+    assert "http://" not in page.replace("http://www.w3.org", "") and "https://" not in page  # nothing fetched
+
+
+def post(port: int, body: dict, timeout: float = 60) -> dict:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/translate", method="POST",
+                                     data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    return json.loads(urllib.request.urlopen(request, timeout=timeout).read())
+
+
+@contextlib.contextmanager
+def serving(run):
+    """``translate.py run=RUN serve=true`` on a free local port, answering; Ctrl-C at the end.
+    Yields the port and, once stopped, fills ``ended`` with (exit code, stdout, stderr)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, str(ROOT / "translate.py"), f"run={run}", "serve=true",
+                                f"port={port}"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    ended = []
+    try:
+        deadline = time.time() + 120
+        while process.poll() is None and time.time() < deadline:
+            try:
+                post(port, {"lines": []}, timeout=5)
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield port, ended, process.pid
+    finally:
+        process.send_signal(signal.SIGINT)
+        ended.extend((process.wait(timeout=60), process.stdout.read(), process.stderr.read()))
+
+
+def test_a_real_server_answers_on_localhost_and_ctrl_c_stops_it(smoke_run):
+    with serving(smoke_run) as (port, ended, _):
+        assert len(post(port, {"lines": ["Hello."]})["translations"]) == 1
+    code, stdout, stderr = ended
+    assert code in (0, 130) and b"Traceback" not in stderr, stderr.decode()
+    assert f"serving on http://127.0.0.1:{port}/".encode() in stdout
+
+
+def test_a_bounded_load_gets_every_answer_right(smoke_run, translator):
+    # 16 clients x 20 requests against 127.0.0.1 only; the server's memory after it as after a warm-up.
+    expected = {line: t.text for line, t in zip(SENTENCES, translator.translate(SENTENCES, SearchConfig(beam_size=1)))}
+    with serving(smoke_run) as (port, ended, pid):
+        def client(number: int) -> list[bool]:
+            lines = [SENTENCES[(number + i) % len(SENTENCES)] for i in range(20)]
+            return [post(port, {"lines": [line], "beam_size": 1})["translations"] == [expected[line]] for line in lines]
+
+        with ThreadPoolExecutor(16) as pool:
+            warm = list(pool.map(client, range(16)))
+            memory = resident_kib(pid)
+            loaded = list(pool.map(client, range(16)))
+        assert all(all(answers) for answers in warm + loaded)  # 640 answers, each its own request's
+        assert resident_kib(pid) < 1.25 * memory  # flat: the second round holds on to nothing
+    assert ended[0] in (0, 130)
+
+
+def resident_kib(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
+
+
+def test_the_page_in_a_real_browser(browser, smoke_run, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with serving(smoke_run) as (port, _, _):
+        expected = post(port, {"lines": ["The sky is blue."], "beam_size": 2, "attention": True})
+        browser.get(f"http://127.0.0.1:{port}/")
+        text = browser.find_element(By.ID, "text")
+        text.clear()
+        text.send_keys("The sky is blue.\n")  # Enter translates
+        item = WebDriverWait(browser, 60).until(expected_conditions.presence_of_element_located(
+            (By.CSS_SELECTOR, "#translations li b")))
+        assert item.text == expected["translations"][0]
+        browser.switch_to.frame(browser.find_element(By.ID, "explorer"))
+        WebDriverWait(browser, 30).until(expected_conditions.presence_of_element_located((By.ID, "model-view")))
+        browser.find_element(By.CSS_SELECTOR, '#model-view canvas[data-layer="0"][data-head="1"]').click()
+        shown = {(q, k): w for q, k, w in browser.execute_script(
+            "return [...document.querySelectorAll('#detail td')].map(td => [+td.dataset.q, +td.dataset.k, +td.dataset.w])")}
+        weights = expected["attention"]["steps"][0]["sentences"][0]["maps"]["cross"][0][1]  # layer 1, head 2
+        assert shown and all(abs(w - weights[q][k] / 1000) < 1e-9 for (q, k), w in shown.items())
+        browser.switch_to.default_content()
+        assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+        hosts = browser.execute_script("return performance.getEntriesByType('resource').map(r => new URL(r.name).host)")
+        assert set(hosts) <= {f"127.0.0.1:{port}"}  # nothing fetched from anywhere else
+        save_full_page(browser, tmp_path / "server.png")
+        assert (tmp_path / "server.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_serving_options_are_checked_before_loading():
+    for args, message in ((["serve=true", "Hi."], "serve=true takes no sentences"), (["serve=true", "port=0"], "port=0")):
+        result = subprocess.run([sys.executable, str(ROOT / "translate.py"), "run=does-not-matter", *args], cwd=ROOT,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode != 0 and message in result.stderr and result.stderr.count("\n") == 1, result.stderr
