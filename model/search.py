@@ -147,7 +147,20 @@ def beam_search(
     eos_id: int,
     config: SearchConfig = SearchConfig(),
 ) -> tuple[Tensor, Tensor]:
-    """src (B, S) -> best tokens (B, T) (as ``greedy_decode``) and their normalized scores (B,).
+    """src (B, S) -> best tokens (B, T) (as ``greedy_decode``) and their normalized scores (B,)."""
+    tokens, scores = beam_hypotheses(model, src, bos_id, eos_id, config)
+    return tokens[:, 0], scores[:, 0]
+
+
+@torch.no_grad()
+def beam_hypotheses(
+    model: Seq2SeqTransformer,
+    src: Tensor,
+    bos_id: int,
+    eos_id: int,
+    config: SearchConfig = SearchConfig(),
+) -> tuple[Tensor, Tensor]:
+    """src (B, S) -> all ``beam_size`` hypotheses (B, k, T), best first, and their normalized scores (B, k).
 
     Finished hypotheses stay in the beam, frozen: they can only extend with padding at no
     cost, so they compete with the live ones until the end. With ``beam_size=1`` this is
@@ -186,9 +199,10 @@ def beam_search(
         if finished.all():
             break
     normalized = scores / length_penalty_factor(lengths.view(batch, k), config.length_penalty)
-    best = normalized.argmax(dim=-1)  # (B,)
-    rows = best + torch.arange(batch, device=device) * k
-    return tokens[rows, 1:], normalized.gather(1, best[:, None]).squeeze(1)
+    # Best first; among equal scores the earlier hypothesis, as argmax would pick it.
+    order = normalized.sort(dim=-1, descending=True, stable=True).indices  # (B, k)
+    hypotheses = tokens[:, 1:].view(batch, k, -1)  # (B, k, T), BOS dropped
+    return hypotheses.gather(1, order[..., None].expand_as(hypotheses)), normalized.gather(1, order)
 
 
 @torch.no_grad()

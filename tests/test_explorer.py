@@ -2,7 +2,6 @@
 
 from decimal import ROUND_HALF_UP, Decimal
 
-import pytest
 import torch
 
 from helpers import explorer_data

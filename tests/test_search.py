@@ -6,6 +6,7 @@ import torch
 from helpers import BOS, EOS, PAD, tiny_model
 from model.search import (
     SearchConfig,
+    beam_hypotheses,
     beam_search,
     greedy_decode,
     length_penalty_factor,
@@ -151,3 +152,15 @@ def test_a_large_batch_is_searched_in_bounded_parts(ending_model, sources, monke
     monkeypatch.setattr(search_module, "beam_search", lambda m, src, *a: calls.append(len(src)) or real_beam_search(m, src, *a))
     assert search(ending_model, sources, BOS, EOS, config) == [ids for part in parts for ids in part]
     assert calls == [3, 3, 3, 3]  # never more than 12 hypotheses at once
+
+
+def test_the_beams_hypotheses_come_best_first_with_their_own_scores(model, sources):
+    config = SearchConfig(beam_size=4, length_penalty=0.6)
+    hypotheses, scores = beam_hypotheses(model, sources, BOS, EOS, config)
+    best, best_score = beam_search(model, sources, BOS, EOS, config)
+    assert hypotheses.shape[:2] == (12, 4) and torch.equal(hypotheses[:, 0], best) and torch.equal(scores[:, 0], best_score)
+    assert torch.all(scores[:, :-1] >= scores[:, 1:])  # best first
+    for j in range(4):  # each score is the model's own length-normalized log-probability of that hypothesis
+        lengths = (hypotheses[:, j] != PAD).sum(1).float()
+        own = sequence_log_prob(model, sources, hypotheses[:, j], BOS, EOS) / length_penalty_factor(lengths, 0.6)
+        torch.testing.assert_close(scores[:, j], own, atol=1e-4, rtol=1e-4)

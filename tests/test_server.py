@@ -41,7 +41,8 @@ def test_translations_in_order_and_empty_lines_stay_empty(client, translator):
     answer = client.post("/translate", json={"lines": lines, "beam_size": 1})
     assert answer.status_code == 200
     expected = [t.text for t in translator.translate(lines, SearchConfig(beam_size=2).greedy)]
-    assert answer.json() == {"translations": expected, "attention": None} and expected[1] == expected[3] == ""
+    assert answer.json() == {"translations": expected, "attention": None, "n_best": None}
+    assert expected[1] == expected[3] == ""
 
 
 @pytest.mark.parametrize("body, status, message", [
@@ -72,6 +73,14 @@ def test_the_attention_is_what_translate_py_draws(client, smoke_run, tmp_path):
     assert answer.json()["attention"] == explorer_data(page)  # the first non-empty line, the same search
 
 
+def test_the_n_best_of_the_first_line_starts_with_its_translation(client, translator):
+    answer = client.post("/translate", json={"lines": ["", "Where is the station?"], "beam_size": 3, "n_best": True})
+    hypotheses = answer.json()["n_best"]
+    assert len(hypotheses) == 3 and hypotheses[0]["translation"] == answer.json()["translations"][1]
+    assert [h["score"] for h in hypotheses] == sorted((h["score"] for h in hypotheses), reverse=True)
+    assert answer.json()["attention"] is None  # only what was asked for
+
+
 def test_concurrent_requests_share_batches_and_get_their_own_answers(client, translator):
     batcher = client.app.state.batcher
     expected = {line: t.text for line, t in zip(SENTENCES, translator.translate(SENTENCES, SearchConfig(beam_size=2)))}
@@ -81,6 +90,28 @@ def test_concurrent_requests_share_batches_and_get_their_own_answers(client, tra
         answers = list(pool.map(lambda line: client.post("/translate", json={"lines": [line]}).json(), requests))
     assert [a["translations"] for a in answers] == [[expected[line]] for line in requests]  # never mixed
     assert batcher.batches - before < 16  # gathered: fewer model batches than requests
+
+
+def test_a_request_that_leaves_changes_nothing_for_the_others(translator):
+    import asyncio
+
+    from model.inference.server import Batcher
+
+    config = SearchConfig(beam_size=2)
+    expected = [t.text for t in translator.translate(SENTENCES, config)]
+
+    async def scenario() -> list[str]:
+        batcher = Batcher(translator, window=0.1)
+        worker = asyncio.create_task(batcher.run())
+        leaving = asyncio.create_task(batcher.translate(["I leave before the answer."], config))
+        staying = [asyncio.create_task(batcher.translate([line], config)) for line in SENTENCES]
+        await asyncio.sleep(0.01)
+        leaving.cancel()  # the client disconnects while its request waits in the batch
+        answers = await asyncio.gather(*staying)
+        worker.cancel()
+        return [answer[0].text for answer in answers]
+
+    assert asyncio.run(scenario()) == expected
 
 
 def test_the_page_is_self_contained(client):

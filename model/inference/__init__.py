@@ -1,5 +1,5 @@
 """Run loading for inference: a run folder read safely, turned into a translator. No Lightning.
 
-``run_folder.py`` (the one checkpoint reader, the run's files and settings) and
-``translator.py`` (model + tokenizer: text in, text out).
+``run_folder.py`` (the one checkpoint reader, the run's files and settings), ``translator.py``
+(model + tokenizer: text in, text out) and ``server.py`` (the local page and JSON API, FastAPI).
 """

@@ -3,9 +3,10 @@
     python translate.py run=outputs/my_run serve=true            # http://127.0.0.1:8000/ (API docs: /docs)
 
 ``POST /translate`` with ``{"lines": [...], "beam_size": 5, "attention": false}`` answers
-``{"translations": [...], "attention": null}``: one translation per line, in order, empty for an
-empty line; with ``"attention": true`` also the explorer's data for the first non-empty line (the
-same data ``translate.py attention=x.html`` embeds). Requests that arrive within ``window``
+``{"translations": [...], "attention": null, "n_best": null}``: one translation per line, in order,
+empty for an empty line; with ``"attention": true`` also the explorer's data for the first
+non-empty line (the same data ``translate.py attention=x.html`` embeds), with ``"n_best": true``
+every hypothesis the beam ended with for it, best first, with scores. Requests that arrive within ``window``
 seconds of each other are translated as one batch. No request names a file: the server reads
 only the run it was started with.
 """
@@ -39,6 +40,14 @@ class TranslateRequest(BaseModel):
     lines: list[str] = Field(max_length=MAX_LINES, description=f"at most {MAX_LINES} lines")
     beam_size: int | None = Field(None, ge=1, le=MAX_BEAM, description="1 = greedy; default: the run's")
     attention: bool = Field(False, description="also the explorer's data for the first non-empty line")
+    n_best: bool = Field(False, description="also every hypothesis of the beam for the first non-empty line")
+
+
+class Hypothesis(BaseModel):
+    """One hypothesis of the beam: its text and its length-normalized log-probability."""
+
+    translation: str
+    score: float
 
 
 class TranslateResponse(BaseModel):
@@ -46,6 +55,7 @@ class TranslateResponse(BaseModel):
 
     translations: list[str]
     attention: dict | None = None
+    n_best: list[Hypothesis] | None = None
 
 
 @dataclass
@@ -66,7 +76,7 @@ class Batcher:
     max_lines: int = 256
     batches: int = 0  # model batches run so far
     lock: threading.Lock = field(default_factory=threading.Lock)  # the model, one user at a time
-    _queue: asyncio.Queue | None = None
+    _queue: asyncio.Queue = field(default_factory=asyncio.Queue)
 
     async def translate(self, lines: list[str], config: SearchConfig) -> list[Translation]:
         future = asyncio.get_running_loop().create_future()
@@ -107,13 +117,16 @@ class Batcher:
         with self.lock:
             return self.translator.translate(lines, config, batch_size=len(lines) or 1)
 
+    def n_best(self, translation: Translation, config: SearchConfig) -> list[tuple[str, float]]:
+        with self.lock:
+            return self.translator.n_best(translation, config)
+
 
 def create_app(translator: Translator, search: SearchConfig, window: float = 0.01) -> FastAPI:
     """The app for one loaded run; ``search``: the default search (the run's, with the command line's)."""
     batcher = Batcher(translator, window)
 
     async def lifespan(app: FastAPI):
-        batcher._queue = asyncio.Queue()
         worker = asyncio.create_task(batcher.run())
         yield
         worker.cancel()
@@ -140,11 +153,14 @@ def create_app(translator: Translator, search: SearchConfig, window: float = 0.0
                                 status_code=413)
         config = search if request.beam_size is None else replace(search, beam_size=request.beam_size)
         results = await batcher.translate(request.lines, config)
-        attention = None
-        drawn = next((t for t in results if t.src_ids), None)
-        if request.attention and drawn is not None:
-            attention = await asyncio.to_thread(attention_data, batcher, drawn)
-        return TranslateResponse(translations=[t.text for t in results], attention=attention)
+        answer = TranslateResponse(translations=[t.text for t in results])
+        first = next((t for t in results if t.src_ids), None)  # the first non-empty line
+        if request.attention and first is not None:
+            answer.attention = await asyncio.to_thread(attention_data, batcher, first)
+        if request.n_best and first is not None:
+            hypotheses = await asyncio.to_thread(batcher.n_best, first, config)
+            answer.n_best = [Hypothesis(translation=text, score=score) for text, score in hypotheses]
+        return answer
 
     @app.get("/", response_class=HTMLResponse)
     async def page() -> str:

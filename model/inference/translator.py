@@ -18,7 +18,7 @@ from data.sampler import pad_batch
 from data.tokenizer import JOINT_FILE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
 from model.inference.run_folder import (RunLoadError, RunSettings, find_checkpoint, model_config, run_folder_of,
                                         run_settings)
-from model.search import SearchConfig, search, sentence_attention
+from model.search import SearchConfig, beam_hypotheses, produced_ids, search, sentence_attention
 from model.transformer import Seq2SeqTransformer
 from model.views import SentenceView
 
@@ -114,6 +114,17 @@ class Translator:
                 # Byte-level BPE can spell a line break; one sentence must stay one line.
                 results[todo[j]] = Translation(lines[todo[j]].strip(), " ".join(text.splitlines()), ids[j], output_ids)
         return results
+
+    @torch.no_grad()
+    def n_best(self, translation: Translation, config: SearchConfig | None = None) -> list[tuple[str, float]]:
+        """Every hypothesis the beam ended with for one translation, best first (the translation itself),
+        with its length-normalized log-probability."""
+        config = config or self.settings.search
+        src = torch.tensor([translation.src_ids], device=self.device)
+        with self._autocast():
+            tokens, scores = beam_hypotheses(self.model, src, self.tokenizer.bos_id, self.tokenizer.eos_id, config)
+        texts = self.tokenizer.decode_tgt(produced_ids(tokens[0], self.tokenizer.eos_id, self.tokenizer.pad_id))
+        return [(" ".join(text.splitlines()), float(score)) for text, score in zip(texts, scores[0].tolist())]
 
     def sentence_view(self, translation: Translation) -> SentenceView:
         """Every attention weight of one translation, for exactly the ids its search produced, with
