@@ -23,6 +23,10 @@ Options (defaults in brackets; "the run's" = what the run was trained with, in i
                       (every kind, layer, head); FILE.png, .svg or .pdf = cross-attention picture
   attention_all=BOOL  with a picture: every layer and head, plus both self-attentions [false]
   -- SENTENCE ...     everything after -- is a sentence, even with "=" in it
+  engine=E           pytorch | ctranslate2: search with CTranslate2 on the same weights     [pytorch]
+                      (RUN/ctranslate2, exported first if missing; run= may name such a folder;
+                      pip install -e ".[export]"). Its length penalty divides by length^A, not GNMT's
+                      ((5 + length) / 6)^A, so beams may rank differently when length_penalty > 0.
   serve=BOOL          serve a page and a JSON API (POST /translate; docs at /docs)   [false]
                       instead of translating; needs pip install -e ".[serve]"
   host=H, port=N      where to serve; 127.0.0.1 = this machine only                  [127.0.0.1, 8000]
@@ -39,6 +43,7 @@ memory and time and translate no better.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
 import re
@@ -75,6 +80,7 @@ class TranslateConfig:
     device: str = "auto"
     attention: str | None = None
     attention_all: bool = False
+    engine: str = "pytorch"
     serve: bool = False
     host: str = "127.0.0.1"
     port: int = 8000
@@ -142,8 +148,6 @@ def check_serving(cfg: TranslateConfig, sentences: list[str]) -> None:
                          "(the page and POST /translate take the sentences)")
     if not 0 < cfg.port < 65536:
         raise SystemExit(f"translate.py: port={cfg.port} must be between 1 and 65535")
-    import importlib.util
-
     if not (importlib.util.find_spec("fastapi") and importlib.util.find_spec("uvicorn")):
         raise SystemExit("translate.py: serve=true needs FastAPI and uvicorn: pip install -e \".[serve]\"")
 
@@ -156,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     cfg, sentences = parse_args(argv)
     if not cfg.run:
         raise SystemExit("translate.py: run=PATH is required (a run folder from train.py); see --help")
+    if cfg.engine not in ("pytorch", "ctranslate2"):
+        raise SystemExit(f"translate.py: engine={cfg.engine}: pytorch or ctranslate2")
+    if cfg.engine == "ctranslate2" and importlib.util.find_spec("ctranslate2") is None:
+        raise SystemExit("translate.py: engine=ctranslate2 needs CTranslate2: pip install -e \".[export]\"")
     sizes = {"batch_size": cfg.batch_size, "chunk_size": cfg.chunk_size, "max_sentence_len": cfg.max_sentence_len}
     too_small = [f"{name}={value}" for name, value in sizes.items() if value is not None and value < 1]
     if too_small:
@@ -171,7 +179,12 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         search_config(cfg, SearchConfig())  # values that cannot work are refused before the model loads
-        translator = Translator.load(cfg.run, cfg.device)
+        if cfg.engine == "ctranslate2":
+            from model.inference.ctranslate2_engine import CTranslate2Engine
+
+            translator = CTranslate2Engine.load(cfg.run, cfg.device)
+        else:
+            translator = Translator.load(cfg.run, cfg.device)
         search = search_config(cfg, translator.settings.search)
     except (ValueError, RunLoadError) as error:
         raise SystemExit(f"translate.py: {error}") from None

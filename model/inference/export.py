@@ -1,0 +1,132 @@
+"""A trained run as a CTranslate2 model folder: the same weights for the engine translation systems
+deploy on CPUs (``pip install -e ".[export]"``; ``scripts/export_ctranslate2.py`` is the command).
+
+The spec is built directly (``ctranslate2.specs.TransformerSpec``), not through another framework:
+our packed QKV weights, no attention biases, our sinusoidal (or learned) position table supplied
+explicitly (CTranslate2's own sinusoid lays sines and cosines out differently), embeddings scaled
+by √d_model as ours, tied embeddings kept tied, and our vocabulary with its special tokens.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from data.tokenizer import BOS, EOS, UNK
+from model.inference.run_folder import RunLoadError, find_checkpoint, model_config, run_folder_of
+from model.inference.translator import Translator
+from model.transformer import Seq2SeqTransformer
+
+QUANTIZATIONS = ("float32", "int8", "int8_float32", "int16", "float16", "bfloat16", "int8_float16",
+                 "int8_bfloat16")
+
+
+def exportable(model: Seq2SeqTransformer, config: dict) -> None:
+    """Refuse, before anything is written, what CTranslate2's Transformer cannot express."""
+    problems = []
+    if not config.get("cross_attention", True):
+        problems.append("cross_attention=false (the decoder must read the source)")
+    if config.get("positional", "sinusoidal") == "none":
+        problems.append("positional=none (CTranslate2 always adds positions)")
+    if not config.get("causal_decoder", True):
+        problems.append("causal_decoder=false (CTranslate2 decodes causally)")
+    if model.src_vocab_size != model.tgt_vocab_size or model.src_embed.token.weight is not model.tgt_embed.token.weight:
+        problems.append("separate source and target vocabularies (one shared vocabulary is exported)")
+    if problems:
+        raise RunLoadError("cannot export to CTranslate2: " + "; ".join(problems))
+
+
+def _array(tensor: torch.Tensor) -> np.ndarray:
+    return tensor.detach().float().cpu().numpy()
+
+
+def _layer_norm(spec, norm: torch.nn.LayerNorm) -> None:
+    spec.gamma, spec.beta = _array(norm.weight), _array(norm.bias)
+
+
+def _linear(spec, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
+    spec.weight = _array(weight)
+    if bias is not None:
+        spec.bias = _array(bias)
+
+
+def _positions(embeddings, max_len: int) -> np.ndarray:
+    if hasattr(embeddings.position, "table"):  # sinusoidal: our layout, sin at even and cos at odd dimensions
+        return _array(embeddings.position.table[:max_len])
+    return _array(embeddings.position.embedding.weight[:max_len])  # learned
+
+
+def transformer_spec(model: Seq2SeqTransformer):
+    """The ``ctranslate2.specs.TransformerSpec`` holding this model's weights."""
+    from ctranslate2.specs import TransformerSpec
+
+    norm_first = isinstance(model.encoder_norm, torch.nn.LayerNorm)
+    heads = model.encoder_layers[0].self_attn.num_heads
+    spec = TransformerSpec.from_config((len(model.encoder_layers), len(model.decoder_layers)), heads, pre_norm=norm_first)
+    spec.config.layer_norm_epsilon = model.encoder_layers[0].attn_block.norm.eps
+    d_model = model.src_embed.token.weight.size(1)
+    inner = heads * model.encoder_layers[0].self_attn.d_head
+    for ours, theirs in ((model.src_embed, spec.encoder), (model.tgt_embed, spec.decoder)):
+        embeddings = theirs.embeddings[0] if isinstance(theirs.embeddings, list) else theirs.embeddings
+        embeddings.weight = _array(ours.token.weight)
+        theirs.scale_embeddings = True  # × √d_model, as Embeddings does
+        theirs.position_encodings.encodings = _positions(ours, model.max_len)
+    if norm_first:
+        _layer_norm(spec.encoder.layer_norm, model.encoder_norm)
+        _layer_norm(spec.decoder.layer_norm, model.decoder_norm)
+    for ours, theirs in zip(model.encoder_layers, spec.encoder.layer):
+        _layer_norm(theirs.self_attention.layer_norm, ours.attn_block.norm)
+        _linear(theirs.self_attention.linear[0], ours.self_attn.in_proj_weight, ours.self_attn.in_proj_bias)
+        _linear(theirs.self_attention.linear[1], ours.self_attn.out_proj.weight, ours.self_attn.out_proj.bias)
+        _feed_forward(theirs.ffn, ours)
+    for ours, theirs in zip(model.decoder_layers, spec.decoder.layer):
+        _layer_norm(theirs.self_attention.layer_norm, ours.self_block.norm)
+        _linear(theirs.self_attention.linear[0], ours.self_attn.in_proj_weight, ours.self_attn.in_proj_bias)
+        _linear(theirs.self_attention.linear[1], ours.self_attn.out_proj.weight, ours.self_attn.out_proj.bias)
+        cross = ours.cross_attn
+        bias = cross.in_proj_bias
+        _layer_norm(theirs.attention.layer_norm, ours.cross_block.norm)
+        _linear(theirs.attention.linear[0], cross.in_proj_weight[:inner], None if bias is None else bias[:inner])
+        _linear(theirs.attention.linear[1], cross.in_proj_weight[inner:], None if bias is None else bias[inner:])
+        _linear(theirs.attention.linear[2], cross.out_proj.weight, cross.out_proj.bias)
+        _feed_forward(theirs.ffn, ours)
+    _linear(spec.decoder.projection, model.output.weight)
+    assert d_model == inner, "CTranslate2 needs heads · d_head == d_model"
+    return spec
+
+
+def _feed_forward(spec, layer) -> None:
+    first, second = layer.feed_forward.net[0], layer.feed_forward.net[3]
+    _layer_norm(spec.layer_norm, layer.ff_block.norm)
+    _linear(spec.linear_0, first.weight, first.bias)
+    _linear(spec.linear_1, second.weight, second.bias)
+
+
+def export_ctranslate2(run: str | Path, out: str | Path | None = None, quantization: str = "float32") -> Path:
+    """Write ``run``'s model as a CTranslate2 folder (default ``<run>/ctranslate2``); returns it."""
+    if quantization not in QUANTIZATIONS:
+        raise RunLoadError(f"quantization={quantization!r}: one of {', '.join(QUANTIZATIONS)}")
+    checkpoint, state = find_checkpoint(run)
+    translator = Translator.load(checkpoint, device="cpu")
+    model, tokenizer = translator.model, translator.tokenizer
+    exportable(model, model_config(state, checkpoint))
+    spec = transformer_spec(model)
+    vocabulary = [tokenizer.src.id_to_token(i) for i in range(tokenizer.src_vocab_size)]
+    spec.register_source_vocabulary(vocabulary)
+    spec.register_target_vocabulary(vocabulary)
+    spec.config.bos_token, spec.config.eos_token, spec.config.unk_token = BOS, EOS, UNK
+    spec.config.decoder_start_token = BOS
+    spec.validate()
+    spec.optimize(quantization=quantization)
+    folder = Path(out) if out else run_folder_of(checkpoint) / "ctranslate2"
+    folder.mkdir(parents=True, exist_ok=True)
+    spec.save(str(folder))
+    (folder / "README.md").write_text(
+        f"# CTranslate2 export\n\nFrom `{checkpoint}` (quantization {quantization}), by "
+        f"`scripts/export_ctranslate2.py`. Tokens are this run's `tokenizer.json` pieces.\n", encoding="utf-8")
+    (folder / "export.json").write_text(json.dumps({"checkpoint": str(checkpoint),
+                                                     "quantization": quantization}), encoding="utf-8")
+    return folder

@@ -1,0 +1,69 @@
+"""model/inference/export.py and ctranslate2_engine.py: a run exported to CTranslate2 translates as ours does."""
+
+import subprocess
+import sys
+
+import pytest
+
+from helpers import ROOT, explorer_data, tiny_model
+from model.inference.ctranslate2_engine import CTranslate2Engine
+from model.inference.export import export_ctranslate2, exportable
+from model.inference.run_folder import RunLoadError
+from model.inference.translator import Translator
+from model.search import SearchConfig
+
+SENTENCES = ["I like cats.", "Where is the station?", "Tom is very tall.", "It is late.", "The sky is blue.",
+             "We have to talk about what happened yesterday.", "Hello!", "Do you speak Spanish?", "", "No."]
+
+
+@pytest.fixture(scope="module")
+def exported(smoke_run, tmp_path_factory):
+    return export_ctranslate2(smoke_run, tmp_path_factory.mktemp("ct2") / "float32")
+
+
+@pytest.fixture(scope="module")
+def engine(exported):
+    return CTranslate2Engine.load(exported, compute_type="float32")
+
+
+@pytest.mark.parametrize("config", [SearchConfig(beam_size=1), SearchConfig(beam_size=3, length_penalty=0.0)],
+                         ids=["greedy", "beam3-no-length-penalty"])
+def test_the_same_translations_as_ours_in_float32(smoke_run, engine, config):
+    # Greedy, and beam search where the two length penalties agree (alpha 0: raw log-probability).
+    ours = Translator.load(smoke_run).translate(SENTENCES, config)
+    theirs = engine.translate(SENTENCES, config)
+    assert [t.output_ids for t in theirs] == [t.output_ids for t in ours]
+    assert [t.text for t in theirs] == [t.text for t in ours] and theirs[8].text == ""  # empty stays empty
+
+
+def test_the_folder_says_where_it_came_from_and_int8_translates(smoke_run, exported, tmp_path):
+    assert (exported / "model.bin").is_file() and "final.ckpt" in (exported / "README.md").read_text()
+    int8 = CTranslate2Engine.load(export_ctranslate2(smoke_run, tmp_path / "int8", "int8"))
+    assert len(int8.translate(SENTENCES)) == len(SENTENCES)
+    assert (tmp_path / "int8" / "model.bin").stat().st_size < (exported / "model.bin").stat().st_size
+
+
+def test_what_cannot_be_converted_is_refused_in_one_line(tmp_path):
+    blind = tiny_model(cross_attention=False, positional="none")
+    with pytest.raises(RunLoadError, match=r"cannot export to CTranslate2: cross_attention=false .*; positional=none"):
+        exportable(blind, {"cross_attention": False, "positional": "none"})
+    result = subprocess.run([sys.executable, "scripts/export_ctranslate2.py", str(tmp_path / "nowhere")], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and result.stderr.count("\n") == 1 and "no such run folder" in result.stderr
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_translate_py_with_the_ctranslate2_engine(smoke_run, tmp_path):
+    page = tmp_path / "sky.html"
+    args = [sys.executable, str(ROOT / "translate.py"), f"run={smoke_run}", "engine=ctranslate2", "beam_size=1"]
+    first = subprocess.run([*args, "The sky is blue.", f"attention={page}"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    assert (smoke_run / "ctranslate2" / "model.bin").is_file()  # exported on first use
+    again = subprocess.run([*args, "The sky is blue."], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert "exporting" not in again.stderr and again.stdout == first.stdout  # not twice
+    expected = Translator.load(smoke_run).translate(["The sky is blue."], SearchConfig(beam_size=1))[0]
+    assert first.stdout == expected.text + "\n"
+    sentence = explorer_data(page)["steps"][0]["sentences"][0]
+    # The explorer shows the attention of the ids CTranslate2 produced, recomputed by our model.
+    assert sentence["outputs"] == Translator.load(smoke_run).tokenizer.tgt_tokens(expected.output_ids)
