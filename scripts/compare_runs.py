@@ -7,7 +7,8 @@
 A run is a folder made by ``train.py`` (it holds ``config.yaml``); a sweep folder holds runs.
 Columns: the variant (the settings that differ between the runs), parameters, optimizer steps,
 median training tokens/s, best validation BLEU and chrF, test BLEU (``test_metrics.json``),
-and training minutes. Writes ``comparison.md``, ``comparison.csv`` and ``val_bleu.png``
+training minutes, and time to quality: the minutes and steps at which validation BLEU first
+reached 30 and 40 (from ``val/minutes``; runs that did not log it: estimated from their steps, marked ~). Writes ``comparison.md``, ``comparison.csv`` and ``val_bleu.png``
 (validation BLEU against training time) to ``--out`` (default: the first folder given).
 """
 
@@ -21,7 +22,9 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-COLUMNS = ["variant", "params (M)", "steps", "tokens/s", "best val BLEU", "best val chrF", "test BLEU", "minutes"]
+MARKS = (30, 40)  # validation BLEU marks for the time-to-quality columns
+COLUMNS = ["variant", "params (M)", "steps", "tokens/s", "best val BLEU", "best val chrF", "test BLEU", "minutes",
+           *[f"{what} to {mark}" for mark in MARKS for what in ("minutes", "steps")]]
 
 
 def find_runs(folders: list[Path]) -> list[Path]:
@@ -77,7 +80,8 @@ def summarize(run: Path, variant: str) -> tuple[dict[str, object], list[tuple[fl
     rows = read_metrics(run)
     steps = final_step(run) or int(max((r["step"] for r in rows if "step" in r), default=-1)) + 1
     speeds = [r["train/tokens_per_s"] for r in rows if "train/tokens_per_s" in r and r.get("step", 0) >= 30]
-    val = [(r["step"] + 1, r["val/bleu"], r.get("val/chrf", float("nan"))) for r in rows if "val/bleu" in r]
+    val = [(int(r["step"]) + 1, r["val/bleu"], r.get("val/chrf", float("nan")), r.get("val/minutes"))
+           for r in rows if "val/bleu" in r]
     ends = [p.stat().st_mtime for p in (run / "checkpoints").glob("*.ckpt")]
     minutes = (max(ends) - (run / "config.yaml").stat().st_mtime) / 60 if ends else float("nan")
     test = json.loads((run / "test_metrics.json").read_text()) if (run / "test_metrics.json").is_file() else {}
@@ -86,13 +90,20 @@ def summarize(run: Path, variant: str) -> tuple[dict[str, object], list[tuple[fl
         "params (M)": round(parameter_count(config["model"]) / 1e6, 2),
         "steps": steps,
         "tokens/s": round(statistics.median(speeds)) if speeds else "",
-        "best val BLEU": round(max(b for _, b, _ in val), 1) if val else "",
-        "best val chrF": round(max(c for _, _, c in val), 1) if val else "",
+        "best val BLEU": round(max(b for _, b, _, _ in val), 1) if val else "",
+        "best val chrF": round(max(c for _, _, c, _ in val), 1) if val else "",
         "test BLEU": round(test["bleu"], 1) if "bleu" in test else "",
         "minutes": round(minutes, 1),
     }
-    per_step = minutes / steps if steps else 0.0  # no wall clock per row in metrics.csv: spread evenly
-    return row, [(step * per_step, bleu) for step, bleu, _ in val]
+    per_step = minutes / steps if steps else 0.0  # older runs logged no val/minutes: spread evenly
+    curve = [(at if at is not None else step * per_step, bleu) for step, bleu, _, at in val]
+    for mark in MARKS:
+        first = next(((step, curve[i][0], at is None) for i, (step, bleu, _, at) in enumerate(val) if bleu >= mark),
+                     None)
+        known = first is not None and first[1] == first[1]  # not NaN: a run without checkpoints has no estimate
+        row[f"minutes to {mark}"] = f"{'~' if first[2] else ''}{first[1]:.1f}" if known else ""
+        row[f"steps to {mark}"] = first[0] if first else ""
+    return row, curve
 
 
 def final_step(run: Path) -> int | None:

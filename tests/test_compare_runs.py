@@ -1,6 +1,7 @@
 """Hydra sweeps (python train.py -m ...) and scripts/compare_runs.py on their runs."""
 
 import csv
+import os
 import subprocess
 import sys
 
@@ -8,7 +9,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from helpers import ROOT, compose_train
-from scripts.compare_runs import find_runs, variants
+from scripts.compare_runs import find_runs, summarize, variants
 
 
 @pytest.fixture(scope="module")
@@ -54,3 +55,30 @@ def test_ablation_preset_and_slurm_launcher_compose():
     cfg = compose_train("experiment=ablation", "model.causal_decoder=false", "model.cross_attention=false",
                         "model.positional=none", "hydra/launcher=submitit_slurm")
     assert (cfg.model.d_model, cfg.trainer.max_steps, cfg.model.causal_decoder) == (128, 450, False)
+
+
+def fake_run(folder, rows: list[dict], minutes_logged: bool):
+    """A run folder as train.py leaves it, with validations at the given (step, BLEU, minutes)."""
+    (folder / "csv" / "version_0").mkdir(parents=True)
+    (folder / "config.yaml").write_text(OmegaConf.to_yaml(compose_train("experiment=smoke", "model.src_vocab_size=300",
+                                                                        "model.tgt_vocab_size=300", "model.pad_id=0")))
+    columns = ["step", "val/bleu"] + (["val/minutes"] if minutes_logged else [])
+    with open(folder / "csv" / "version_0" / "metrics.csv", "w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, columns, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+    (folder / "checkpoints").mkdir()
+    (folder / "checkpoints" / "last.ckpt").write_bytes(b"")
+    os.utime(folder / "config.yaml", (0, 0))
+    os.utime(folder / "checkpoints" / "last.ckpt", (600, 600))  # 10 minutes of training
+    return folder
+
+
+def test_time_to_quality_columns(tmp_path):
+    rows = [{"step": 99, "val/bleu": 25.0, "val/minutes": 2.0}, {"step": 199, "val/bleu": 31.0, "val/minutes": 4.5},
+            {"step": 299, "val/bleu": 41.0, "val/minutes": 7.25}, {"step": 399, "val/bleu": 39.0, "val/minutes": 9.0}]
+    row, curve = summarize(fake_run(tmp_path / "logged", rows, True), "")
+    assert (row["minutes to 30"], row["steps to 30"], row["minutes to 40"], row["steps to 40"]) == ("4.5", 200, "7.2", 300)
+    assert curve[0] == (2.0, 25.0)
+    row, _ = summarize(fake_run(tmp_path / "older", rows, False), "")  # no val/minutes: spread over 10 minutes
+    assert (row["minutes to 30"], row["steps to 30"]) == ("~5.0", 200)

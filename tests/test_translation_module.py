@@ -171,3 +171,25 @@ def test_sentence_views_are_the_readable_validation_sentences_as_translated_now(
         expected = sentence_attention(module.model, view.attention.src_ids, output_ids, tok.bos_id)
         torch.testing.assert_close(view.attention.maps.cross[0], expected.maps.cross[0])
         assert (view.src_tokens, view.output_tokens) == (tok.src_tokens(expected.src_ids), tok.tgt_tokens(output_ids))
+
+
+def test_the_first_time_validation_bleu_reaches_a_mark_is_kept(datamodule, tmp_path, monkeypatch, caplog):
+    import json
+
+    import model.training.translation_module as translation_module
+
+    monkeypatch.setattr(translation_module, "QUALITY_MARKS", (0, 1000))  # 0: reached at the first validation
+    module = TranslationModule(small_model(datamodule), lambda params: torch.optim.AdamW(params, lr=1e-2),
+                               inverse_sqrt_schedule(4), SearchConfig(beam_size=1, max_len_a=1.0, max_len_b=3),
+                               val_bleu_samples=10)
+    trainer = L.Trainer(max_steps=6, val_check_interval=3, check_val_every_n_epoch=None, logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                        default_root_dir=str(tmp_path))
+    with caplog.at_level("INFO", logger="model.training.translation_module"):
+        trainer.fit(module, datamodule=datamodule)
+    assert float(trainer.callback_metrics["val/minutes"]) > 0  # beside val/bleu at every validation
+    step, minutes = module.reached["0"]
+    assert step == 3 and 0 < minutes < 10 and "1000" not in module.reached  # the first crossing, not the last
+    assert "validation BLEU reached 0 at step 3" in caplog.text
+    trainer.test(module, datamodule=datamodule)
+    assert json.loads((tmp_path / "test_metrics.json").read_text())["validation_bleu_reached"]["0"]["step"] == 3

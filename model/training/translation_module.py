@@ -11,6 +11,7 @@ explorer page, statistics) is written by a callback, ``model/views/callback.py``
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -26,6 +27,9 @@ from model.training.metrics import Scores, corpus_scores
 from model.training.schedule import Schedule
 from model.transformer import Seq2SeqTransformer
 from model.views import SentenceView
+
+log = logging.getLogger(__name__)
+QUALITY_MARKS = (30, 40)  # validation BLEU marks whose first crossing is logged: time to quality
 
 
 def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float) -> tuple[Tensor, Tensor, Tensor]:
@@ -69,6 +73,8 @@ class TranslationModule(L.LightningModule):
         self.texts: dict[str, tuple[list[str], list[list[str]]]] = {}  # split -> (sources, references)
         self.readable_sources: list[tuple[str, list[int]]] = []  # (text, ids): validation sentences to draw
         self._last_batch_time: float | None = None
+        self._train_started: float | None = None
+        self.reached: dict[str, list[float]] = {}  # mark -> [step, training minutes] when val BLEU first reached it
         self._hypotheses: dict[int, str] = {}
 
     def setup(self, stage: str) -> None:
@@ -107,6 +113,21 @@ class TranslationModule(L.LightningModule):
         self.log_dict(metrics, on_step=True, batch_size=1)
         return loss
 
+    def _timer(self) -> Timer | None:
+        trainer = self._trainer  # None outside a Trainer (where self.trainer would raise)
+        return next((c for c in trainer.callbacks if isinstance(c, Timer)), None) if trainer is not None else None
+
+    def on_train_start(self) -> None:
+        self._train_started = time.perf_counter()
+
+    def training_minutes(self) -> float:
+        """Wall-clock minutes of training so far (validations included): the Timer's, which continues across
+        a resume, else since this fit started."""
+        timer = self._timer()
+        if timer is not None and timer.start_time("train") is not None:
+            return timer.time_elapsed("train") / 60
+        return (time.perf_counter() - self._train_started) / 60 if self._train_started is not None else 0.0
+
     def training_progress(self) -> float | None:
         """Share of the training budget spent, 0 → 1: elapsed time over ``trainer.max_time`` or
         steps over ``trainer.max_steps``, whichever is further; ``None`` without a budget."""
@@ -114,7 +135,7 @@ class TranslationModule(L.LightningModule):
         if trainer is None:
             return None
         shares = []
-        timer = next((c for c in trainer.callbacks if isinstance(c, Timer)), None)
+        timer = self._timer()
         if timer is not None and timer.time_remaining() is not None:
             elapsed = timer.time_elapsed("train")  # continues across a resume (the Timer's state)
             shares.append(elapsed / max(elapsed + timer.time_remaining(), 1e-9))
@@ -184,13 +205,29 @@ class TranslationModule(L.LightningModule):
         return rows, scores
 
     def on_validation_epoch_end(self) -> None:
-        rows, _ = self._score("validation")
-        if self.trainer.sanity_checking or not self.trainer.is_global_zero:
+        rows, scores = self._score("validation")
+        if self.trainer.sanity_checking:
+            return
+        minutes = self.training_minutes()
+        self.log("val/minutes", minutes)  # beside val/bleu: time to quality in metrics.csv and wandb
+        for mark in QUALITY_MARKS:
+            if str(mark) not in self.reached and scores.bleu >= mark:
+                self.reached[str(mark)] = [self.global_step, minutes]
+                if self.trainer.is_global_zero:
+                    log.info("validation BLEU reached %d at step %d, %.1f minutes into training",
+                             mark, self.global_step, minutes)
+        if not self.trainer.is_global_zero:
             return
         table = [[source, " | ".join(refs), hypothesis] for source, refs, hypothesis in rows[:20]]
         for logger in self.loggers:
             if type(logger).__name__ == "WandbLogger":
                 logger.log_table(key="val/translations", columns=["source", "references", "hypothesis"], data=table)
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        checkpoint["quality_marks_reached"] = self.reached  # a resumed run still knows when it got there
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.reached = dict(checkpoint.get("quality_marks_reached", {}))
 
     def on_test_epoch_end(self) -> None:
         rows, scores = self._score("test")
@@ -201,6 +238,8 @@ class TranslationModule(L.LightningModule):
             "bleu": scores.bleu, "chrf": scores.chrf, "bleu_signature": scores.bleu_signature,
             "chrf_signature": scores.chrf_signature, "sentences": len(rows),
             "beam_size": self.search_config.beam_size, "length_penalty": self.search_config.length_penalty,
+            "validation_bleu_reached": {mark: {"step": int(step), "minutes": round(minutes, 2)}
+                                        for mark, (step, minutes) in self.reached.items()},
         }, indent=2))
         with open(run_dir / "test_translations.tsv", "w", encoding="utf-8") as out:
             for source, refs, hypothesis in rows:
