@@ -239,6 +239,8 @@ def _train(cfg: DictConfig, run_dir: Path, ckpt_path: str | None) -> dict[str, f
         stopper.raise_if_interrupted(trainer.global_step)  # a signal: last.ckpt saved, no final weights or test
         # The weights as training left them (a time limit rarely stops on a validation step).
         trainer.save_checkpoint(run_dir / "checkpoints" / "final.ckpt", weights_only=True)
+        if cfg.get("optimized_metric"):  # a search's objective: the final weights, not the last validation's
+            trainer.validate(module, datamodule=datamodule, weights_only=True, verbose=False)
         metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
         if cfg.test:  # the configured search (beam) on the test split, final weights
             results = trainer.test(module, datamodule=datamodule, weights_only=True)
@@ -263,11 +265,25 @@ def finish_wandb_run() -> None:
         wandb.finish()
 
 
+def objective(cfg: DictConfig, metrics: dict[str, float]) -> float | dict[str, float]:
+    """What a run returns: the metric ``optimized_metric`` names (a search's objective), else all of them."""
+    name = cfg.get("optimized_metric")
+    if not name:
+        return metrics
+    if name not in metrics:
+        raise SettingsError(f"optimized_metric={name} was not logged (logged: {', '.join(sorted(metrics))})")
+    return metrics[name]
+
+
 @hydra.main(version_base="1.3", config_path="configs", config_name="train")
-def main(cfg: DictConfig) -> dict[str, float]:
+def main(cfg: DictConfig) -> float | dict[str, float]:
     try:
-        return train(cfg)
-    except (SettingsError, NonFiniteLossError, CorpusError, CorpusNotFoundError) as error:
+        return objective(cfg, train(cfg))
+    except NonFiniteLossError as error:
+        if cfg.get("optimized_metric"):  # a search records this trial as failed and goes on to the next
+            raise
+        raise SystemExit(f"train.py: {error}") from None
+    except (SettingsError, CorpusError, CorpusNotFoundError) as error:
         raise SystemExit(f"train.py: {error}") from None
     except (CheckpointWriteError, DataCacheError) as error:
         raise SystemExit(f"train.py: {error.strerror}") from None

@@ -12,15 +12,26 @@ sentence, with all of its Spanish translations as references for multi-reference
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 from collections import defaultdict
 
+import pyarrow as pa
 from datasets import Dataset, DatasetDict
 
 
 def group_key(english: str) -> str:
     """Normalization that decides leakage: 'Go!' and 'go.' are the same sentence."""
     return "".join(ch for ch in english.lower() if ch.isalnum())
+
+
+def dataset(columns: dict[str, list]) -> Dataset:
+    """A ``Dataset`` of ``columns``, fingerprinted by a hash of their JSON text. (``Dataset.from_dict``
+    fingerprints by pickling the whole Arrow table with dill: slower, and on some Python 3.12 builds
+    it fails on pyarrow's types.)"""
+    fingerprint = hashlib.sha256(json.dumps(columns, ensure_ascii=False).encode()).hexdigest()[:16]
+    return Dataset(pa.Table.from_pydict(columns), fingerprint=fingerprint)
 
 
 def split_pairs(
@@ -70,8 +81,8 @@ def split_pairs(
         return {"src": src, "tgt": tgt, "refs": refs}
 
     splits = DatasetDict(
-        train=Dataset.from_dict(rows("train", grouped=False)),
-        validation=Dataset.from_dict(rows("validation", grouped=True)),
-        test=Dataset.from_dict(rows("test", grouped=True)),
+        train=dataset(rows("train", grouped=False)),
+        validation=dataset(rows("validation", grouped=True)),
+        test=dataset(rows("test", grouped=True)),
     )
     return splits.shuffle(seed=seed).flatten_indices() if len(pairs) else splits

@@ -42,11 +42,12 @@ def test_quickstart_is_install_then_train_then_the_ci_test_command():
 
 def test_the_layout_table_names_every_file():
     layout = README.split("\n## Layout\n")[1].split("\n## ")[0]
-    files = [path.relative_to(ROOT).as_posix() for pattern in ("model/**/*.py", "data/**/*.py", "scripts/*")
+    files = [path.relative_to(ROOT).as_posix() for pattern in ("model/**/*.py", "data/**/*.py", "scripts/*",
+                                                               "hydra_plugins/**/*.py")
              for path in sorted(ROOT.glob(pattern)) if path.is_file() and "__pycache__" not in path.parts]
     assert "model/views/plotting.py" in files and "data/corpus.py" in files
     assert [f for f in files if f"`{f}`" not in layout] == []
-    named = re.findall(r"^\| `((?:model|data|scripts)/[^`]+\.(?:py|sh))` \|", layout, flags=re.M)
+    named = re.findall(r"^\| `((?:model|data|scripts|hydra_plugins)/[^`]+\.(?:py|sh))` \|", layout, flags=re.M)
     assert [f for f in named if not (ROOT / f).is_file()] == []  # and nothing that is not there
 
 
@@ -67,7 +68,8 @@ def test_every_train_command_composes(overrides):
     parsed = OverridesParser.create().parse_overrides([o for o in overrides if o != "-m" and not o.startswith("hydra.")])
     values = [list(o.sweep_string_iterator()) if o.is_sweep_override() else [o.get_value_element_as_str()]
               for o in parsed]
-    assert ("-m" in overrides) == any(len(v) > 1 for v in values)  # a sweep says -m, and -m sweeps
+    searches = any(o.get_key_element() == "hparams_search" for o in parsed)  # a search: its sweeper picks values
+    assert ("-m" in overrides) == (searches or any(len(v) > 1 for v in values))  # a sweep says -m, and -m sweeps
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
         for swept, choices in enumerate(values):
             for choice in choices:

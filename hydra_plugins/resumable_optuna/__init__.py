@@ -1,0 +1,1 @@
+"""Hydra plugins of this project: the resumable Optuna sweeper (sweeper.py)."""

@@ -1,0 +1,106 @@
+"""Hydra's Optuna sweeper, made to resume: ``python train.py -m hparams_search=recipe`` run again
+continues the same search (configs/hparams_search/recipe.yaml).
+
+The stock sweeper (hydra-optuna-sweeper) reloads a study kept in storage but then starts
+``n_trials`` *more* trials, numbering their folders from 0 again, over the earlier trials' run
+folders. Here, when the study lives in a database:
+
+- ``n_trials`` counts the whole search: trials that ended (complete or failed) are not run again;
+- a trial left running by an interrupted search is marked failed and queued to run again first,
+  in a new folder (the old one is kept: it holds what that trial logged before the stop);
+- each trial's folder is named by its Optuna trial number (``hydra.job.num``), so no two trials
+  share one;
+- ``trials.md`` in the sweep folder lists every trial: number, state, objective and parameters.
+
+Hydra loads sweepers only from the ``hydra_plugins`` package: hence this folder. Without the
+optional ``search`` dependencies (hydra-optuna-sweeper) this module defines nothing.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List  # OmegaConf reads the dataclass's annotations: typing's forms
+
+from hydra.core.config_store import ConfigStore
+
+try:
+    import optuna
+    from hydra_plugins.hydra_optuna_sweeper import _impl as stock
+    from hydra_plugins.hydra_optuna_sweeper.config import OptunaSweeperConf
+    from hydra_plugins.hydra_optuna_sweeper.optuna_sweeper import OptunaSweeper
+except ImportError:  # pip install -e ".[search]" for hparams_search=...
+    OptunaSweeper = None
+
+if OptunaSweeper is not None:
+    ENDED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL, optuna.trial.TrialState.PRUNED)
+
+    class ResumableSearch(stock.OptunaSweeperImpl):
+        """The stock search loop, started from what the study's storage already holds."""
+
+        def __init__(self, enqueue: list[dict[str, Any]], **settings: Any) -> None:
+            super().__init__(**settings)
+            self.enqueue = enqueue
+
+        def sweep(self, arguments: list[str]) -> None:
+            if self.storage is None:  # an in-memory study: nothing to resume
+                return super().sweep(arguments)
+            sweep_dir = Path(str(self.config.hydra.sweep.dir))
+            sweep_dir.mkdir(parents=True, exist_ok=True)  # the database may live in it
+            study = optuna.create_study(study_name=self.study_name, storage=self.storage,
+                                        directions=self._get_directions(), load_if_exists=True)
+            ended = sum(trial.state in ENDED for trial in study.trials)
+            stale = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+            for trial in stale:  # left running by an interrupted search: run its settings again
+                study.tell(trial.number, state=optuna.trial.TrialState.FAIL)
+            next_number = len(study.trials)
+            for trial in stale:
+                study.enqueue_trial(trial.params)
+            for params in self.enqueue if not study.trials else ():  # a new study: its given first trials
+                study.enqueue_trial(dict(params))
+            if ended or stale:
+                if hasattr(self.sampler, "reseed_rng"):  # else a seeded sampler repeats its first suggestions
+                    self.sampler.reseed_rng()
+                stock.log.info(f"Resuming study {study.study_name}: {ended} trials ended, {len(stale)} interrupted "
+                               f"(run again), {max(0, self.n_trials - ended)} to go")
+            self.n_trials = max(0, self.n_trials - ended)
+            self.job_idx = next_number  # the stock loop numbers run folders from here: Optuna's trial numbers
+            try:
+                if self.n_trials or any(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials):
+                    super().sweep(arguments)  # with nothing to go, it reports the best trial
+            finally:
+                write_trial_table(study, sweep_dir / "trials.md")
+
+    class ResumableOptunaSweeper(OptunaSweeper):
+        """``hydra/sweeper=resumable_optuna``: a search that picks up where an interrupted one stopped."""
+
+        def __init__(self, **settings: Any) -> None:
+            self.sweeper = ResumableSearch(**settings)
+
+    @dataclass
+    class ResumableOptunaSweeperConf(OptunaSweeperConf):
+        """The stock sweeper's settings, plus ``enqueue``: trials a new study runs first (e.g. today's default)."""
+
+        _target_: str = f"{__name__}.ResumableOptunaSweeper"
+        enqueue: List[Dict[str, Any]] = field(default_factory=list)
+
+    ConfigStore.instance().store(group="hydra/sweeper", name="resumable_optuna", node=ResumableOptunaSweeperConf,
+                                 provider="resumable_optuna")
+
+
+def write_trial_table(study: Any, path: Path) -> None:
+    """Every trial of ``study`` as a Markdown table, best objective first (failed trials last)."""
+    trials = study.get_trials(deepcopy=False)
+    names = sorted({name for trial in trials for name in trial.params})
+    maximize = study.direction == optuna.study.StudyDirection.MAXIMIZE
+
+    def order(trial: Any) -> tuple[bool, float]:
+        value = trial.value if trial.value is not None else float("nan")
+        return trial.value is None, -value if maximize else value
+
+    rows = ["| trial | state | objective | " + " | ".join(names) + " |",
+            "|" + "---|" * (3 + len(names))]
+    for trial in sorted(trials, key=order):
+        value = "" if trial.value is None else f"{trial.value:.2f}"
+        params = [f"{value:.3g}" if isinstance(value, float) else str(value)
+                  for value in (trial.params.get(name, "") for name in names)]
+        rows.append(f"| {trial.number} | {trial.state.name.lower()} | {value} | " + " | ".join(params) + " |")
+    path.write_text(f"# {study.study_name}: {len(trials)} trials\n\n" + "\n".join(rows) + "\n")
