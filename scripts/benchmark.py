@@ -3,6 +3,7 @@
     python scripts/benchmark.py                 # ~6 minutes on a 2-core CPU
     python scripts/benchmark.py --pipeline      # + 430 steps of the real `python train.py` (~3 more minutes)
     python scripts/benchmark.py --quick         # fewer repetitions (a smoke check)
+    python scripts/benchmark.py --decode-only --against model.num_decoder_layers=1 data.vocab_size=4000
 
 The model, optimizer, dropout and precision are the defaults of ``configs/`` (``trainer.precision:
 auto`` resolved on this machine), on a Tatoeba-like batch of ~4,096 tokens per side. Prints:
@@ -11,7 +12,9 @@ auto`` resolved on this machine), on a Tatoeba-like batch of ~4,096 tokens per s
   3. the headline: our default step against the torch.nn.Transformer fp32 peer of the same shape
      (``scripts/torch_peer.py``), and what each setting buys, timed interleaved;
   4. (``--pipeline``) tokens/s of ``python train.py`` itself, real batches, against that peer;
-  5. greedy decoding: with the KV cache, without, and torch.nn's usual uncached loop.
+  5. greedy decoding: with the KV cache, without, and torch.nn's usual uncached loop;
+  6. (``--against OVERRIDES``) decoding speed of the default's shape against another recipe's (e.g. a
+     search's winner): greedy and beam 5 sentences/s, the two models timed in turns.
 Each ratio's sides are timed in turns (A, B, A, B, ...) and the median taken: these machines are noisy.
 """
 
@@ -36,7 +39,7 @@ from hydra import compose, initialize_config_dir
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
-from model.search import SearchConfig, greedy_decode
+from model.search import SearchConfig, greedy_decode, search
 from model.training.precision import choose_precision
 from model.training.translation_module import label_smoothed_loss
 from model.transformer import Seq2SeqTransformer
@@ -64,10 +67,36 @@ def cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def default_config():
-    """configs/train.yaml as `python train.py` composes it."""
+def default_config(overrides: list[str] | None = None):
+    """configs/train.yaml as `python train.py [OVERRIDES]` composes it."""
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
-        return compose("train")
+        return compose("train", overrides=overrides or [])
+
+
+def decoding_against(cfg, overrides: list[str], n_sentences: int, repeats: int) -> None:
+    """6. Sentences/s of greedy and beam-5 search, the default's shape and vocabulary against those
+    ``overrides`` give (random weights: no EOS, every sentence runs 25 steps), timed in turns."""
+    other = default_config(overrides)
+    models = {}
+    for name, c in (("default", cfg), ("against", other)):
+        shape = {k: c.model[k] for k in SHAPE_KEYS}
+        model = Seq2SeqTransformer(c.data.vocab_size, c.data.vocab_size, **shape, share_embeddings=True).eval()
+        batches = [tatoeba_like_batch(100, c.data.vocab_size, seed=s)[0] for s in range(max(n_sentences // 100, 1))]
+        models[name] = (model, batches, shape | {"vocab": c.data.vocab_size})
+    runs = {}
+    for beam in (1, 5):
+        config = SearchConfig(beam_size=beam, max_len_a=0.0, max_len_b=25)
+        for name, (model, batches, _) in models.items():
+            runs[f"{name}, beam {beam}"] = (lambda m=model, bs=batches, c=config: [search(m, b, BOS, -1, c) for b in bs])
+    times = interleaved_times(runs, repeats, warmup=1)  # the first round pays one-time costs: not timed
+    n = len(models["default"][1]) * 100
+    print(f"\n6. decoding, default against {' '.join(overrides)} ({n} sentences, batches of 100, 25 steps, fp32)")
+    for name, (_, _, shape) in models.items():
+        print(f"   {name}: {shape}")
+    for beam in (1, 5):
+        mine, theirs = times[f"default, beam {beam}"], times[f"against, beam {beam}"]
+        print(f"   beam {beam}: default {n / mine:6.0f} sentences/s, against {n / theirs:6.0f} sentences/s  "
+              f"ratio against / default = {mine / theirs:.2f}x")
 
 
 def tatoeba_like_batch(n_sentences: int, vocab: int, seed: int = 0, spread: float = 4.0):
@@ -161,11 +190,18 @@ def main() -> None:
     parser.add_argument("--pipeline", action="store_true", help="also time `python train.py` itself")
     parser.add_argument("--pipeline-steps", type=int, default=400, help="its optimizer steps (after 30 warm-up)")
     parser.add_argument("--sentences", type=int, default=2000, help="sentences for the decoding benchmark")
+    parser.add_argument("--against", nargs="+", metavar="KEY=VALUE", help="another recipe's overrides (section 6)")
+    parser.add_argument("--decode-only", action="store_true", help="only section 6 (needs --against)")
     args = parser.parse_args()
+    if args.decode_only and not args.against:
+        parser.error("--decode-only times section 6, which needs --against KEY=VALUE ...")
     repeats = 2 if args.quick else 7
     warnings.filterwarnings("ignore", category=UserWarning)  # torch.nn's mask / nested-tensor notices
     torch.manual_seed(0)
     cfg = default_config()
+    if args.decode_only:
+        print(f"{cpu_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
+        return decoding_against(cfg, args.against, 200 if args.quick else args.sentences, 1 if args.quick else 3)
     shape = {k: cfg.model[k] for k in SHAPE_KEYS}
     vocab, dropout = cfg.data.vocab_size, cfg.model.dropout
     fused = bool(cfg.optim.optimizer.get("fused", False))
@@ -272,6 +308,8 @@ def main() -> None:
         print(f"   {name:18s} {s:6.1f} s  {n / s:7.0f} sentences/s")
     print(f"   ratio cached / uncached (ours)  = {dec['uncached'] / dec['cached']:.2f}x")
     print(f"   ratio cached / torch.nn greedy  = {dec['torch.nn uncached'] / dec['cached']:.2f}x")
+    if args.against:
+        decoding_against(cfg, args.against, n_sentences, 1 if args.quick else 2)
 
 
 if __name__ == "__main__":

@@ -93,14 +93,17 @@ def write_trial_table(study: Any, path: Path) -> None:
     maximize = study.direction == optuna.study.StudyDirection.MAXIMIZE
 
     def order(trial: Any) -> tuple[bool, float]:
-        value = trial.value if trial.value is not None else float("nan")
-        return trial.value is None, -value if maximize else value
+        if trial.value is None:
+            return True, 0.0
+        return False, -trial.value if maximize else trial.value
+
+    def cell(setting: Any) -> str:
+        return f"{setting:.3g}" if isinstance(setting, float) else str(setting)
 
     rows = ["| trial | state | objective | " + " | ".join(names) + " |",
             "|" + "---|" * (3 + len(names))]
     for trial in sorted(trials, key=order):
-        value = "" if trial.value is None else f"{trial.value:.2f}"
-        params = [f"{value:.3g}" if isinstance(value, float) else str(value)
-                  for value in (trial.params.get(name, "") for name in names)]
-        rows.append(f"| {trial.number} | {trial.state.name.lower()} | {value} | " + " | ".join(params) + " |")
+        objective = "" if trial.value is None else f"{trial.value:.2f}"
+        settings = [cell(trial.params.get(name, "")) for name in names]
+        rows.append(f"| {trial.number} | {trial.state.name.lower()} | {objective} | " + " | ".join(settings) + " |")
     path.write_text(f"# {study.study_name}: {len(trials)} trials\n\n" + "\n".join(rows) + "\n")
