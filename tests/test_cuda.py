@@ -67,6 +67,7 @@ def test_greedy_and_beam_search_on_the_gpu_equal_the_cpu():
 
 
 def test_smoke_training_run_on_the_gpu(tmp_path, data_cache):
-    run_train(tmp_path / "run", data_cache, "trainer.accelerator=gpu", "trainer.precision=auto")
+    # logger=csv: the GPU path is what is checked here, not wandb (scripts/gpu_check.sh does the same)
+    run_train(tmp_path / "run", data_cache, "trainer.accelerator=gpu", "trainer.precision=auto", "logger=csv")
     assert "bf16-mixed" in (tmp_path / "run" / "config.yaml").read_text()
     assert json.loads((tmp_path / "run" / "test_metrics.json").read_text())["sentences"] > 0
