@@ -2,9 +2,10 @@
 
 Common runs:
 
-    python train.py                                  # the default: best this 2-core CPU does in ~30 min
+    python train.py                                  # the default: the GPU recipe where CUDA is found, else the CPU's
+    python train.py experiment=cpu                   # the recipe for a 2-core CPU, ~30 min (the default without CUDA)
+    python train.py experiment=gpu                   # one GPU, 10 minutes: base-size model, bf16, batches on the GPU
     python train.py experiment=smoke                 # a minute: tiny model, data slice (what the tests run)
-    python train.py experiment=gpu_base              # one GPU: base-size model, bf16, 10 minutes
     python train.py trainer=ddp                      # every GPU of the node, Lightning DDP
     python train.py trainer=ddp trainer.accelerator=cpu trainer.devices=2 experiment=smoke   # DDP on a CPU
     python train.py logger=csv trainer.max_time=00:00:05:00 model.d_model=128
@@ -13,12 +14,14 @@ Common runs:
 
 The run folder (``outputs/<date_time>`` unless ``hydra.run.dir`` says otherwise) gets the
 resolved ``config.yaml``, ``tokenizer.json``, ``checkpoints/{best,last}.ckpt``, metrics
-(``csv/``, ``wandb/``, ``test_metrics.json``) and the attention maps (``attention/step_*/``,
-``attention/explorer.html``): everything ``translate.py`` needs.
+(``csv/``, ``wandb/``, ``test_metrics.json``), the attention maps (``attention/step_*/``,
+``attention/explorer.html``) and ``time_split.json``: where the run's time went (also one line
+in the log). Everything ``translate.py`` needs.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -40,8 +43,9 @@ from data.tokenizer import MIN_VOCAB_SIZE, tokenizer_fingerprint
 from model.inference.run_folder import RunLoadError, read_checkpoint
 from model.training.checkpoint_io import AtomicCheckpointIO, CheckpointWriteError, resume_point
 from model.training.interrupt import GracefulStop, TrainingInterrupted
-from model.training.precision import choose_precision
+from model.training.precision import choose_precision, on_gpu, peak_flops
 from model.training.schedule import DECAYS
+from model.training.timing import RunClock, TimeSplit, TimeSplitReport
 from model.training.translation_module import NonFiniteLossError
 
 log = logging.getLogger("train")
@@ -193,6 +197,8 @@ def train(cfg: DictConfig) -> dict[str, float]:
 
 def _train(cfg: DictConfig, run_dir: Path, ckpt_path: str | None) -> dict[str, float]:
     """``train`` once its settings are checked and its run folder is held."""
+    gpu = on_gpu(cfg.trainer.accelerator)
+    clock = RunClock("cuda" if gpu else "cpu")  # where the time goes: data, steps, validation, views, ...
     group = sweep_group()
     if group and cfg.get("logger") and "wandb" in cfg.logger:
         with open_dict(cfg):
@@ -200,7 +206,8 @@ def _train(cfg: DictConfig, run_dir: Path, ckpt_path: str | None) -> dict[str, f
     L.seed_everything(cfg.seed, workers=True)
 
     datamodule = instantiate(cfg.data)
-    datamodule.setup()  # builds (or reads from the cache) splits, tokenizer and token ids
+    with clock.phase("data"):
+        datamodule.setup()  # builds (or reads from the cache) splits, tokenizer and token ids
     with open_dict(cfg):  # vocabulary and special ids flow from the data into the model
         cfg.model.src_vocab_size = datamodule.src_vocab_size
         cfg.model.tgt_vocab_size = datamodule.tgt_vocab_size
@@ -216,16 +223,23 @@ def _train(cfg: DictConfig, run_dir: Path, ckpt_path: str | None) -> dict[str, f
     module = instantiate(cfg.module, model=model, optimizer=instantiate(cfg.optim.optimizer),
                          model_config=model_config, tokenizer_sha256=tokenizer_fingerprint(run_dir), _convert_="all")
     (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    loggers = [instantiate(c) for c in cfg.logger.values()] if cfg.get("logger") else []
+    loggers = [instantiate(c) for c in cfg.logger.values() if c is not None] if cfg.get("logger") else []
     for logger in loggers:
         logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
-    callbacks = [instantiate(c) for c in cfg.callbacks.values()] if cfg.get("callbacks") else []
-    stopper = GracefulStop()  # Ctrl-C / SIGTERM: save last.ckpt at the step, then stop
-    trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=[*callbacks, stopper],
-                          default_root_dir=str(run_dir),
-                          plugins=[AtomicCheckpointIO()])
+    # A preset switches a callback off with null (experiment=gpu: no early stopping).
+    callbacks = [instantiate(c) for c in cfg.callbacks.values() if c is not None] if cfg.get("callbacks") else []
+    for callback in callbacks:  # callbacks that time their own work (the attention views) share the clock
+        if hasattr(callback, "clock"):
+            callback.clock = clock
+    stopper, time_split = GracefulStop(), TimeSplit(clock)  # Ctrl-C / SIGTERM: save last.ckpt at the step, then stop
+    asynchronous = cfg.checkpoints.asynchronous
+    checkpoint_io = AtomicCheckpointIO(asynchronous=gpu if asynchronous == "auto" else bool(asynchronous),
+                                       clock=clock)
+    trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=[time_split, *callbacks, stopper],
+                          default_root_dir=str(run_dir), plugins=[checkpoint_io])
     n_params = sum(p.numel() for p in model.parameters())
     log.info("model: %.1fM parameters; run folder: %s", n_params / 1e6, run_dir)
+    peak = peak_flops(cfg.trainer.precision, "cuda" if gpu else "cpu")  # what MFU is measured against
 
     # Said in one line above instead: the token-bucket sampler reshuffles per epoch, from its seed.
     warnings.filterwarnings("ignore", message=".*your dataloader is not resumable.*")
@@ -238,7 +252,9 @@ def _train(cfg: DictConfig, run_dir: Path, ckpt_path: str | None) -> dict[str, f
                                      f"{good or 'none'} (a lower optim.optimizer.lr may help)") from None
         stopper.raise_if_interrupted(trainer.global_step)  # a signal: last.ckpt saved, no final weights or test
         # The weights as training left them (a time limit rarely stops on a validation step).
-        trainer.save_checkpoint(run_dir / "checkpoints" / "final.ckpt", weights_only=True)
+        with clock.phase("checkpoints"):
+            trainer.save_checkpoint(run_dir / "checkpoints" / "final.ckpt", weights_only=True)
+            checkpoint_io.teardown()
         if cfg.get("optimized_metric"):  # a search's objective: the final weights, not the last validation's
             trainer.validate(module, datamodule=datamodule, weights_only=True, verbose=False)
         metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
@@ -246,8 +262,23 @@ def _train(cfg: DictConfig, run_dir: Path, ckpt_path: str | None) -> dict[str, f
             results = trainer.test(module, datamodule=datamodule, weights_only=True)
             metrics.update(results[0] if results else {})
     finally:
+        if trainer.is_global_zero:
+            report_time_split(clock.split(time_split.work(), peak), run_dir, loggers)
         finish_wandb_run()
     return metrics
+
+
+def report_time_split(report: TimeSplitReport, run_dir: Path, loggers: list) -> None:
+    """Where the run's time went: one log line, ``time_split.json``, ``test_metrics.json`` and wandb's summary."""
+    log.info(report.line())
+    split = report.as_dict()
+    (run_dir / "time_split.json").write_text(json.dumps(split, indent=2))
+    test_metrics = run_dir / "test_metrics.json"
+    if test_metrics.is_file():
+        test_metrics.write_text(json.dumps(json.loads(test_metrics.read_text()) | {"time_split": split}, indent=2))
+    for logger in loggers:
+        if type(logger).__name__ == "WandbLogger":
+            logger.experiment.summary.update({"time_split": split})
 
 
 def sweep_group() -> str | None:
@@ -275,8 +306,31 @@ def objective(cfg: DictConfig, metrics: dict[str, float]) -> float | dict[str, f
     return metrics[name]
 
 
+def choose_recipe(argv: list[str]) -> tuple[list[str], str]:
+    """The command line with the recipe for this machine, and the line that says which and why.
+
+    Where CUDA is found, ``python train.py`` trains the GPU recipe (``experiment=gpu``); a given
+    ``experiment=`` or ``trainer.accelerator=`` decides instead (``experiment=cpu`` forces the CPU's).
+    """
+    given = {arg.partition("=")[0].lstrip("+~"): arg.partition("=")[2] for arg in argv if "=" in arg}
+    if "experiment" in given:
+        return argv, f"recipe: experiment={given['experiment']} (as given)"
+    if "trainer.accelerator" in given:
+        return argv, f"recipe: the CPU recipe's settings on trainer.accelerator={given['trainer.accelerator']} (as given)"
+    import torch
+
+    if torch.cuda.is_available():
+        return [*argv, "experiment=gpu"], (f"recipe: experiment=gpu ({torch.cuda.get_device_name()} found; "
+                                           f"experiment=cpu forces the CPU recipe)")
+    return argv, "recipe: the CPU recipe (no CUDA device; experiment=gpu forces the GPU recipe)"
+
+
+RECIPE = "recipe: as composed"  # set by choose_recipe when run from the command line
+
+
 @hydra.main(version_base="1.3", config_path="configs", config_name="train")
 def main(cfg: DictConfig) -> float | dict[str, float]:
+    log.info(RECIPE)
     try:
         return objective(cfg, train(cfg))
     except NonFiniteLossError as error:
@@ -300,4 +354,5 @@ if __name__ == "__main__":
         check_group_choices(sys.argv[1:])
     except SettingsError as error:
         sys.exit(f"train.py: {error}")
+    sys.argv[1:], RECIPE = choose_recipe(sys.argv[1:])
     main()

@@ -20,6 +20,7 @@ from filelock import FileLock
 from torch.utils.data import DataLoader
 
 from data.corpus import DEFAULT_CACHE, ParseReport, clean_pairs, load_pairs, locate_corpus
+from data.device_batches import DeviceBatches
 from data.sampler import TokenBucketBatchSampler, pad_batch
 from data.splits import split_pairs
 from data.tokenizer import TranslationTokenizer, tokenizer_fingerprint, truncate_source
@@ -50,6 +51,11 @@ class Collator:
         }
 
 
+def column(split, name: str) -> list:
+    """A column of a ``datasets.Dataset`` as a Python list, in one Arrow conversion."""
+    return split.with_format("arrow")[name].to_pylist()
+
+
 class TranslationDataModule(L.LightningDataModule):
     """English→Spanish data for training, validation (multi-reference) and test."""
 
@@ -73,6 +79,7 @@ class TranslationDataModule(L.LightningDataModule):
         limit_pairs: int | None = None,
         num_workers: int = 0,
         pin_memory: bool = False,
+        on_device: bool | str = "auto",
     ) -> None:
         super().__init__()
         self.save_hyperparameters(logger=False)
@@ -80,6 +87,8 @@ class TranslationDataModule(L.LightningDataModule):
         self.tokenizer: TranslationTokenizer | None = None
         self.splits: DatasetDict | None = None
         self.report: ParseReport | None = None
+        if on_device not in (True, False, "auto"):
+            raise ValueError(f"on_device must be true, false or auto, got {on_device!r}")
 
     # -- building the cache -------------------------------------------------------------
     def _source_description(self) -> dict:
@@ -205,7 +214,9 @@ class TranslationDataModule(L.LightningDataModule):
                                      if k != "skipped"})
         self.tokenizer = TranslationTokenizer.load(folder / "tokenizer")
         self.splits = self._tokenize(load_from_disk(str(folder / "splits")), self.tokenizer, folder)
-        self._ids = {name: (split["src_ids"], split["tgt_ids"]) for name, split in self.splits.items()}
+        # Plain lists, read once: a Dataset column is a lazy view (datasets >= 4), and reading one row
+        # of it costs an Arrow lookup; every batch and every length would pay it again and again.
+        self._ids = {name: (column(split, "src_ids"), column(split, "tgt_ids")) for name, split in self.splits.items()}
         limit = self.hparams.max_sentence_len
         src_ids, tgt_ids = self._ids["train"]
         self._train_rows = [i for i, (s, t) in enumerate(zip(src_ids, tgt_ids)) if len(s) <= limit and len(t) < limit]
@@ -233,12 +244,18 @@ class TranslationDataModule(L.LightningDataModule):
 
     def references(self, split: str) -> list[list[str]]:
         """All Spanish translations of each row of ``split`` (row order = batch ``index``)."""
-        return self.splits[split]["refs"]
+        return column(self.splits[split], "refs")
 
     def sources(self, split: str) -> list[str]:
-        return self.splits[split]["src"]
+        return column(self.splits[split], "src")
 
-    def _loader(self, split: str, shuffle: bool, rows: list[int] | None = None) -> DataLoader:
+    def _device(self) -> torch.device | None:
+        """Where batches are built: the training device when ``on_device`` (auto: on a GPU), else None (a loader)."""
+        device = self.trainer.strategy.root_device if self.trainer else torch.device("cpu")
+        on_device = self.hparams.on_device
+        return device if on_device is True or (on_device == "auto" and device.type == "cuda") else None
+
+    def _loader(self, split: str, shuffle: bool, rows: list[int] | None = None) -> DataLoader | DeviceBatches:
         src_ids, tgt_ids = self._ids[split]
         limit = self.hparams.max_sentence_len
         if rows is None:  # evaluation keeps every row; over-long sources are truncated (EOS kept)
@@ -252,6 +269,9 @@ class TranslationDataModule(L.LightningDataModule):
             lengths, self.hparams.max_tokens, shuffle=shuffle, seed=self.hparams.seed,
             num_replicas=trainer.world_size if trainer else 1, rank=trainer.global_rank if trainer else 0,
         )
+        device = self._device()
+        if device is not None:  # the ids live on the device; each batch is cut out there
+            return DeviceBatches(src_ids, tgt_ids, rows, sampler, device=device, **self.special_ids)
         # The sampler yields positions in ``rows``; the loader turns them into row indices.
         collate = Collator(src_ids, tgt_ids, **self.special_ids)
         workers = self.hparams.num_workers
@@ -260,11 +280,11 @@ class TranslationDataModule(L.LightningDataModule):
         return DataLoader(rows, batch_sampler=sampler, collate_fn=collate, num_workers=workers,
                           pin_memory=self.hparams.pin_memory, persistent_workers=workers > 0)
 
-    def train_dataloader(self) -> DataLoader:
+    def train_dataloader(self) -> DataLoader | DeviceBatches:
         return self._loader("train", shuffle=True, rows=self._train_rows)
 
-    def val_dataloader(self) -> DataLoader:
+    def val_dataloader(self) -> DataLoader | DeviceBatches:
         return self._loader("validation", shuffle=False)
 
-    def test_dataloader(self) -> DataLoader:
+    def test_dataloader(self) -> DataLoader | DeviceBatches:
         return self._loader("test", shuffle=False)

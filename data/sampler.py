@@ -60,6 +60,12 @@ class TokenBucketBatchSampler(Sampler[list[int]]):
         """Called by Lightning at the start of every epoch: a new shuffle each epoch."""
         self.epoch = epoch
 
+    @property
+    def sampler(self) -> TokenBucketBatchSampler:
+        """Itself. Lightning calls ``set_epoch`` on a loader's ``sampler`` and ``batch_sampler.sampler``,
+        never on the batch sampler: without this, every epoch would repeat the first one's order."""
+        return self
+
     def _all_batches(self) -> list[list[int]]:
         if self._cached is not None and self._cached[0] == self.epoch:
             return self._cached[1]

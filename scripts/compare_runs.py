@@ -10,6 +10,9 @@ median training tokens/s, best validation BLEU and chrF, test BLEU (``test_metri
 training minutes, and time to quality: the minutes and steps at which validation BLEU first
 reached 30 and 40 (from ``val/minutes``; runs that did not log it: estimated from their steps, marked ~). Writes ``comparison.md``, ``comparison.csv`` and ``val_bleu.png``
 (validation BLEU against training time) to ``--out`` (default: the first folder given).
+
+A second table, ``time_split.md``: where each run's wall time went (``time_split.json``, written by
+every ``train.py`` run): the share of each phase, tokens/s over the steps and over the wall time, MFU.
 """
 
 from __future__ import annotations
@@ -25,6 +28,24 @@ from omegaconf import OmegaConf
 MARKS = (30, 40)  # validation BLEU marks for the time-to-quality columns
 COLUMNS = ["variant", "params (M)", "steps", "tokens/s", "best val BLEU", "best val chrF", "test BLEU", "minutes",
            *[f"{what} to {mark}" for mark in MARKS for what in ("minutes", "steps")]]
+
+
+SPLIT_COLUMNS = ["variant", "wall min", "steps", "validation", "views", "checkpoints", "data", "test", "rest",
+                 "tokens/s (steps)", "tokens/s (wall)", "MFU"]
+
+
+def time_split_row(run: Path, variant: str) -> dict[str, object] | None:
+    """One row of the time-split table, or None for a run without ``time_split.json``."""
+    path = run / "time_split.json"
+    if not path.is_file():
+        return None
+    split = json.loads(path.read_text())
+    row: dict[str, object] = {"variant": variant or run.name, "wall min": round(split["wall_s"] / 60, 1)}
+    row |= {phase: f"{100 * share:.1f}%" for phase, share in split["share"].items()}
+    row["tokens/s (steps)"] = round(split["tokens_per_s_steps"] or 0)
+    row["tokens/s (wall)"] = round(split["tokens_per_s_wall"] or 0)
+    row["MFU"] = f"{100 * split['mfu']:.1f}%" if split.get("mfu") is not None else ""
+    return row
 
 
 def find_runs(folders: list[Path]) -> list[Path]:
@@ -125,9 +146,9 @@ def parameter_count(model_config: dict) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def markdown(rows: list[dict[str, object]]) -> str:
-    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-    lines += ["| " + " | ".join(str(row[c]) for c in COLUMNS) + " |" for row in rows]
+def markdown(rows: list[dict[str, object]], columns: list[str] = COLUMNS) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(row[c]) for c in columns) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -158,8 +179,10 @@ def main() -> None:
     configs = [OmegaConf.to_container(OmegaConf.load(run / "config.yaml")) for run in runs]
     overrides = [run / ".hydra" / "overrides.yaml" for run in runs]
     given = [list(OmegaConf.load(p)) for p in overrides] if all(p.is_file() for p in overrides) else None
-    summaries = [summarize(run, variant) for run, variant in zip(runs, variants(configs, given))]
+    names = variants(configs, given)
+    summaries = [summarize(run, variant) for run, variant in zip(runs, names)]
     rows = [row for row, _ in summaries]
+    splits = [row for row in (time_split_row(run, variant) for run, variant in zip(runs, names)) if row]
     out = args.out or args.folders[0]
     out.mkdir(parents=True, exist_ok=True)
     (out / "comparison.md").write_text(markdown(rows), encoding="utf-8")
@@ -173,7 +196,13 @@ def main() -> None:
 
         with wandb.init(project="attention-from-scratch", job_type="comparison", dir=str(out)) as run:
             run.log({"comparison": wandb.Table(columns=COLUMNS, data=[[row[c] for c in COLUMNS] for row in rows])})
-    print(markdown(rows) + f"\nwritten: {out / 'comparison.md'}, {out / 'comparison.csv'}, {out / 'val_bleu.png'}")
+    written = [out / "comparison.md", out / "comparison.csv", out / "val_bleu.png"]
+    report = markdown(rows)
+    if splits:
+        (out / "time_split.md").write_text(markdown(splits, SPLIT_COLUMNS), encoding="utf-8")
+        written.append(out / "time_split.md")
+        report += "\nwhere the wall time went:\n" + markdown(splits, SPLIT_COLUMNS)
+    print(report + f"\nwritten: {', '.join(map(str, written))}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """model/views/callback.py: at each validation, the fixed sentences' pictures, weights, explorer page
-and statistics, written by the callback from what the LightningModule hands it."""
+and statistics, written by the callback from what the LightningModule hands it, drawn in a background
+process while training goes on."""
 
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import torch
 from helpers import explorer_data, small_datamodule, tiny_model
 from model.training.schedule import inverse_sqrt_schedule
 from model.training.translation_module import TranslationModule
-from model.views.callback import AttentionViews
+from model.views.callback import AttentionViews, host_copy
 from model.views.statistics import attention_statistics
 
 pytestmark = pytest.mark.slow  # trains a model
@@ -66,6 +67,70 @@ def test_statistics_are_logged_for_the_same_sentences(trained):
 def test_no_sentences_draw_nothing(tmp_path):
     with pytest.raises(ValueError, match="sentences must be 0 or more"):
         AttentionViews(sentences=-1)
+    with pytest.raises(ValueError, match="background must be true, false or auto"):
+        AttentionViews(background="sometimes")
     trainer = L.Trainer(logger=False, default_root_dir=str(tmp_path))
     AttentionViews(sentences=0).on_validation_epoch_end(trainer, None)  # the module is not even asked
     assert not (tmp_path / "attention").exists()
+
+
+def render_when_released(marker: str, *arguments) -> dict:
+    """``render_step`` in the background process, once ``marker`` exists (at most a minute): a drawing
+    that training must not wait for. Records whether it was released or gave up."""
+    import time
+
+    from model.views.callback import render_step
+
+    deadline = time.monotonic() + 60
+    while not Path(marker).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    Path(marker + ".seen").write_text("released" if Path(marker).exists() else "timed out")
+    return render_step(*arguments)
+
+
+def test_training_goes_on_while_the_pictures_are_drawn(tmp_path):
+    """The drawing of step 3 waits until step 5 has trained: had the callback waited for it, training
+    could not reach step 5 before the drawing gave up."""
+    import functools
+
+    datamodule = small_datamodule(tmp_path)
+    module = TranslationModule(tiny_model(datamodule.src_vocab_size, num_heads=2, num_encoder_layers=1,
+                                          num_decoder_layers=1),
+                               lambda params: torch.optim.AdamW(params, lr=1e-2), inverse_sqrt_schedule(4),
+                               val_bleu_samples=10)
+    marker = str(tmp_path / "release")
+    views = AttentionViews(sentences=1, background=True)  # the GPU's way, on the CPU
+    views.render = functools.partial(render_when_released, marker)
+
+    class Release(L.Callback):
+        pending_at_step_5 = None
+
+        def on_train_batch_end(self, trainer, *args) -> None:
+            if trainer.global_step == 5:
+                self.pending_at_step_5 = [step for _, step in views._pending]
+                Path(marker).touch()
+
+    release = Release()
+    trainer = L.Trainer(max_steps=6, val_check_interval=3, check_val_every_n_epoch=None, logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                        callbacks=[views, release], default_root_dir=str(tmp_path / "run"))
+    trainer.fit(module, datamodule=datamodule)
+    assert release.pending_at_step_5 == [3]  # still being drawn two steps later
+    assert (tmp_path / "release.seen").read_text() == "released"
+    root = tmp_path / "run" / "attention"  # training's end waited for every drawing
+    assert sorted(p.name for p in root.glob("step_*")) == ["step_000003", "step_000006"]
+    assert [s["label"] for s in explorer_data(root / "explorer.html")["steps"]] == ["step 3", "step 6"]
+    assert views._pool is None and not views._pending
+
+
+def test_drawing_in_the_background_writes_what_drawing_at_once_does(trained, tmp_path):
+    trainer, module = trained
+    views = [host_copy(view) for view in module.eval().sentence_views(2)]
+    assert all(w.device.type == "cpu" for w in views[0].attention.maps.cross)
+    at_once, background = AttentionViews(), AttentionViews()
+    at_once.draw(views, tmp_path / "at_once", 7, background=False)
+    background.draw(views, tmp_path / "background", 7, background=True)
+    background.wait()
+    for name in ("attention.json", "cross_sentence1.png"):
+        assert ((tmp_path / "at_once" / "step_000007" / name).read_bytes()
+                == (tmp_path / "background" / "step_000007" / name).read_bytes())

@@ -73,3 +73,52 @@ def test_a_full_disk_is_one_line_and_leaves_the_old_checkpoint(tmp_path, monkeyp
     assert error.value.errno == errno.ENOSPC
     assert read_checkpoint(target)["global_step"] == 100  # the old one, whole
     assert list(target.parent.iterdir()) == [target]  # no .partial left behind
+
+
+def test_a_background_write_saves_the_weights_as_they_were_and_one_at_a_time(tmp_path, monkeypatch):
+    """Asynchronous: the file holds the tensors of the moment of saving (training changes them in place
+    right after), a second save waits for the first, and ``teardown`` leaves everything on disk."""
+    import threading
+
+    target = tmp_path / "checkpoints" / "last.ckpt"
+    real_save, started, release, writing = torch.save, threading.Event(), threading.Event(), []
+
+    def slow_save(obj, f):  # the writer thread holds here until the test lets it go
+        writing.append(obj["global_step"])
+        started.set()
+        assert release.wait(30)
+        real_save(obj, f)
+
+    monkeypatch.setattr(checkpoint_io.torch, "save", slow_save)
+    io = AtomicCheckpointIO(asynchronous=True)
+    state = checkpoint(100, 1.0)
+    io.save_checkpoint(state, target)  # returns at once: the write is in the background
+    state["state_dict"]["model.w"].fill_(7.0)  # the next optimizer step, in place
+    assert started.wait(30) and not target.exists() and writing == [100]
+    release.set()
+    io.save_checkpoint(checkpoint(200, 2.0), target.with_name("best.ckpt"))  # waits for the first
+    assert torch.load(target, weights_only=True)["state_dict"]["model.w"].tolist() == [1.0, 1.0, 1.0]
+    io.teardown()
+    assert read_checkpoint(target.with_name("best.ckpt"))["global_step"] == 200
+    assert sorted(p.name for p in target.parent.iterdir()) == ["best.ckpt", "last.ckpt"]
+
+
+def test_a_failed_background_write_is_reported_by_the_next_save_or_the_end(tmp_path, monkeypatch):
+    target = tmp_path / "checkpoints" / "last.ckpt"
+    io = AtomicCheckpointIO(asynchronous=True)
+    io.save_checkpoint(checkpoint(100), target)
+    io.wait()
+
+    def disk_full(obj, f):
+        f.write(b"half a checkpoint")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(checkpoint_io.torch, "save", disk_full)
+    io.save_checkpoint(checkpoint(200), target)
+    with pytest.raises(CheckpointWriteError, match="No space left on device"):
+        io.teardown()  # the end of fit
+    io.save_checkpoint(checkpoint(300), target)
+    with pytest.raises(CheckpointWriteError, match=r"last.ckpt: cannot write the checkpoint"):
+        io.save_checkpoint(checkpoint(400), target)  # the next save
+    assert read_checkpoint(target)["global_step"] == 100  # the old one, whole
+    assert list(target.parent.iterdir()) == [target]

@@ -71,3 +71,46 @@ def test_smoke_training_run_on_the_gpu(tmp_path, data_cache):
     run_train(tmp_path / "run", data_cache, "trainer.accelerator=gpu", "trainer.precision=auto", "logger=csv")
     assert "bf16-mixed" in (tmp_path / "run" / "config.yaml").read_text()
     assert json.loads((tmp_path / "run" / "test_metrics.json").read_text())["sentences"] > 0
+
+
+def test_no_training_step_synchronizes_outside_logging_steps(tmp_path):
+    """torch's sync debug mode makes any host-device synchronisation an error, in every training step that
+    is not a logging step: batches cut on the GPU, the loss guard, fused AdamW, the metrics on the device."""
+    import lightning as L
+
+    from helpers import small_datamodule
+    from model.training.schedule import budget_schedule
+    from model.training.timing import RunClock, TimeSplit, is_logging_step
+    from model.training.translation_module import TranslationModule
+
+    datamodule = small_datamodule(tmp_path)  # on_device: auto -> the GPU
+    module = TranslationModule(tiny_model(datamodule.src_vocab_size, d_model=64, d_ff=128).train(),
+                               lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True), budget_schedule(warmup_steps=3),
+                               val_bleu_samples=4)
+    strict_steps = []
+
+    class Strict(L.Callback):  # first: from the step's start ...
+        def on_train_batch_start(self, trainer, *args) -> None:
+            if not is_logging_step(trainer):
+                strict_steps.append(trainer.global_step)
+                torch.cuda.set_sync_debug_mode("error")
+
+    class Lenient(L.Callback):  # ... last: to the end of its callbacks
+        def on_train_batch_end(self, *args) -> None:
+            torch.cuda.set_sync_debug_mode("default")
+
+    trainer = L.Trainer(accelerator="gpu", devices=1, precision="bf16-mixed", max_steps=12, limit_val_batches=0,
+                        log_every_n_steps=5, gradient_clip_val=1.0, logger=False, enable_checkpointing=False,
+                        enable_model_summary=False, callbacks=[Strict(), TimeSplit(RunClock("cuda")), Lenient()],
+                        default_root_dir=str(tmp_path))
+    try:
+        trainer.fit(module, datamodule=datamodule)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert trainer.global_step == 12 and len(strict_steps) == 10
+
+
+def test_the_gpu_run_says_where_its_time_went(tmp_path, data_cache):
+    run_train(tmp_path / "run", data_cache, "trainer.accelerator=gpu", "trainer.precision=auto", "logger=csv")
+    split = json.loads((tmp_path / "run" / "time_split.json").read_text())
+    assert split["steps"] == 60 and split["mfu"] is not None and split["seconds"]["steps"] > 0

@@ -2,6 +2,7 @@
 
 import csv
 import importlib.util
+import json
 import logging
 import os
 import shutil
@@ -22,7 +23,7 @@ from model.transformer import Seq2SeqTransformer
 from model.training.translation_module import NonFiniteLossError, TranslationModule
 from train import SettingsError
 
-PRESETS = [[], ["experiment=smoke"], ["experiment=gpu_base"], ["trainer=ddp"], ["logger=csv"],
+PRESETS = [[], ["experiment=smoke"], ["experiment=gpu"], ["experiment=cpu"], ["trainer=ddp"], ["logger=csv"],
            ["logger=tensorboard"], ["data=opus_books"]]
 
 
@@ -38,7 +39,7 @@ def test_every_preset_instantiates(overrides, tmp_path):
     assert module.schedule(cfg.module.schedule.warmup_steps, 0.0) == 1.0  # peak learning rate after warm-up
     assert isinstance(module.optimizer_factory(model.parameters()), torch.optim.AdamW)  # fused too (the GPU preset)
     assert isinstance(instantiate(cfg.data), TranslationDataModule)
-    callbacks = [instantiate(c) for c in cfg.callbacks.values()]
+    callbacks = [instantiate(c) for c in cfg.callbacks.values() if c is not None]
     for name, node in cfg.logger.items():
         if name == "tensorboard" and not (importlib.util.find_spec("tensorboard") or importlib.util.find_spec("tensorboardX")):
             with pytest.raises(InstantiationException, match="tensorboard"):  # the optional extra is missing
@@ -71,7 +72,7 @@ def test_unknown_key_fails_with_hydras_error():
     result = subprocess.run([os.sys.executable, "train.py", "experiment=nope"], cwd=ROOT, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 1 and result.stderr == ("train.py: experiment=nope: no such option in "
-                                                        "configs/experiment/ (choices: ablation, gpu_base, smoke)\n")
+                                                        "configs/experiment/ (choices: ablation, cpu, gpu, smoke)\n")
     from train import check_group_choices
 
     check_group_choices(["-m", "experiment=smoke,ablation", "+ablation=post_norm", "hydra.run.dir=x", "seed=3"])
@@ -117,11 +118,21 @@ def test_smoke_run_end_to_end(smoke_run):
     with open(next(smoke_run.glob("csv/version_*/metrics.csv"))) as f:
         rows = [r for r in csv.DictReader(f) if r.get("attention_cross/diagonal")]
     assert len(rows) == 2 and 0 <= float(rows[-1]["attention_cross/monotonic_L1H2"]) <= 1
+    # Where the time went: every phase, the steps' tokens and the MFU against the probe's peak.
+    split = json.loads((smoke_run / "time_split.json").read_text())
+    assert split == json.loads((smoke_run / "test_metrics.json").read_text())["time_split"]
+    assert split["steps"] == 60 and split["tokens"] > 0 and 0 < split["mfu"] < 1
+    assert all(split["seconds"][phase] > 0 for phase in ("data", "steps", "validation", "views", "checkpoints", "test"))
+    assert sum(split["seconds"].values()) == pytest.approx(split["wall_s"], abs=0.1)
+    assert b"time_split" in next(smoke_run.glob("wandb/offline-run-*/run-*.wandb")).read_bytes()  # wandb's summary
 
 
 def test_same_seed_same_losses(smoke_run, tmp_path, data_cache):
-    train_in_process(tmp_path / "again", data_cache, "logger=csv", "test=false")
+    # The GPU's path on the CPU: batches cut on the device, checkpoints written in the background.
+    train_in_process(tmp_path / "again", data_cache, "logger=csv", "test=false", "data.on_device=true",
+                     "checkpoints.asynchronous=true")
     assert read_losses(tmp_path / "again") == read_losses(smoke_run)
+    assert final_step(tmp_path / "again") == 60
 
 
 def test_killed_run_resumes_from_last_checkpoint(tmp_path, data_cache, smoke_run):
@@ -319,6 +330,26 @@ def test_a_non_finite_loss_stops_the_run_without_final_weights(tmp_path, data_ca
         train_in_process(run, data_cache, "logger=csv", "test=false")
     assert not (run / "checkpoints" / "final.ckpt").exists()
     assert torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 20
+
+
+def test_the_recipe_follows_the_machine(monkeypatch):
+    from train import choose_recipe
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *device: "NVIDIA H200")
+    assert choose_recipe(["logger=csv"]) == (["logger=csv", "experiment=gpu"], "recipe: experiment=gpu (NVIDIA H200 "
+                                             "found; experiment=cpu forces the CPU recipe)")
+    assert choose_recipe(["experiment=cpu"]) == (["experiment=cpu"], "recipe: experiment=cpu (as given)")
+    assert choose_recipe(["trainer.accelerator=cpu"])[0] == ["trainer.accelerator=cpu"]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert choose_recipe([]) == ([], "recipe: the CPU recipe (no CUDA device; experiment=gpu forces the GPU recipe)")
+
+
+def test_the_gpu_recipe_keeps_its_data_on_the_device_and_writes_in_the_background():
+    cfg = compose_train("experiment=gpu")
+    assert cfg.data.on_device is True and cfg.checkpoints.asynchronous is True and cfg.trainer.precision == "bf16-mixed"
+    assert cfg.callbacks.early_stopping is None and cfg.callbacks.last_checkpoint.every_n_train_steps is None
+    assert compose_train("experiment=cpu") == compose_train()  # the CPU recipe is the composed default
 
 
 def test_the_training_search_is_search_configs_defaults():

@@ -2,6 +2,9 @@
 clipping in bf16, validation BLEU through the one search entry point, and the sentences it hands
 to the attention views."""
 
+import os
+import sys
+
 import lightning as L
 import lightning.pytorch.callbacks.timer as timer_module
 import pytest
@@ -24,6 +27,10 @@ def test_label_smoothed_loss_equals_torch_cross_entropy():
     torch.testing.assert_close(loss, expected)
     torch.testing.assert_close(nll, F.cross_entropy(logits[real], target[real]))
     assert accuracy == (logits[real].argmax(-1) == target[real]).float().mean()
+    # The GPU's form: every row, the padding weighted out (no indexing by the mask): the same numbers.
+    weighted = label_smoothed_loss(logits.flatten(0, 1), target.flatten(), 0.1, real.flatten())
+    for a, b in zip(weighted, (loss, nll, accuracy)):
+        torch.testing.assert_close(a, b)
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +125,8 @@ def trained(datamodule, tmp_path_factory):
     module = TranslationModule(model, lambda params: torch.optim.AdamW(params, lr=1e-2), inverse_sqrt_schedule(4),
                                SearchConfig(beam_size=2, max_len_a=1.0, max_len_b=3), val_bleu_samples=10)
     trainer = L.Trainer(max_steps=6, val_check_interval=6, check_val_every_n_epoch=None, logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False, default_root_dir=str(folder))
+                        enable_progress_bar=False, enable_model_summary=False, default_root_dir=str(folder),
+                        log_every_n_steps=3)  # training metrics are read at logging steps only
     trainer.fit(module, datamodule=datamodule)
     return trainer, module, datamodule
 
@@ -193,3 +201,123 @@ def test_the_first_time_validation_bleu_reaches_a_mark_is_kept(datamodule, tmp_p
     assert "validation BLEU reached 0 at step 3" in caplog.text
     trainer.test(module, datamodule=datamodule)
     assert json.loads((tmp_path / "test_metrics.json").read_text())["validation_bleu_reached"]["0"]["step"] == 3
+
+
+class HostReads(L.Callback):
+    """Counts every tensor-to-Python conversion (``item``, ``tolist``, ``bool()``, ``float()``, ``int()``)
+    by the training step it happens in: on a GPU each of them waits for the device. The sampler's
+    shuffle at the start of an epoch is left out: its tensors are made on the host, for the host."""
+
+    NAMES = ("item", "tolist", "__bool__", "__float__", "__int__")
+
+    def __init__(self, monkeypatch) -> None:
+        self.by_step: dict[int, int] = {}
+        self.trainer = None
+        for name in self.NAMES:
+            real = getattr(torch.Tensor, name)
+            monkeypatch.setattr(torch.Tensor, name, self._counted(real))
+
+    def _counted(self, real):
+        def counted(tensor, *args, **kwargs):
+            if self.trainer is not None and self.trainer.training and not self._in_sampler():
+                step = self.trainer.fit_loop.epoch_loop._batches_that_stepped  # the batch being trained
+                self.by_step[step] = self.by_step.get(step, 0) + 1
+            return real(tensor, *args, **kwargs)
+        return counted
+
+    @staticmethod
+    def _in_sampler() -> bool:
+        frame = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_filename.endswith(os.path.join("data", "sampler.py")):
+                return True
+            frame = frame.f_back
+        return False
+
+    def on_train_start(self, trainer, *args) -> None:
+        self.trainer = trainer
+
+    def on_train_end(self, trainer, *args) -> None:
+        self.trainer = None
+
+
+def test_no_training_step_reads_the_device_outside_logging_steps(datamodule, tmp_path, monkeypatch):
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    from model.training.interrupt import GracefulStop
+    from model.training.progress_bar import TrainingProgressBar
+    from model.training.timing import RunClock, TimeSplit
+    from model.views.callback import AttentionViews
+
+    module = TranslationModule(small_model(datamodule), lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True),
+                               budget_schedule(warmup_steps=3), SearchConfig(beam_size=2), val_bleu_samples=4)
+    monkeypatch.setitem(datamodule.hparams, "on_device", True)  # the GPU's path: batches cut on the device
+    reads = HostReads(monkeypatch)
+    callbacks = [TimeSplit(RunClock()), reads, AttentionViews(sentences=1), GracefulStop(),
+                 TrainingProgressBar(refresh_rate=1),  # refreshes at every step: must not read the device
+                 ModelCheckpoint(dirpath=tmp_path / "checkpoints", every_n_train_steps=5, save_top_k=0, save_last=True)]
+    trainer = L.Trainer(max_steps=14, max_time="00:01:00:00", limit_val_batches=0, log_every_n_steps=5,
+                        gradient_clip_val=1.0, logger=L.pytorch.loggers.CSVLogger(tmp_path), callbacks=callbacks,
+                        enable_model_summary=False, default_root_dir=str(tmp_path))
+    trainer.fit(module, datamodule=datamodule)
+    assert trainer.global_step == 14 and trainer.current_epoch >= 1  # across an epoch boundary too
+    logging_steps = {4, 9}  # Lightning logs after the 5th and 10th update (and checkpoints there)
+    assert reads.by_step and set(reads.by_step) <= logging_steps, reads.by_step
+    assert module.progress_metrics["loss"] > 0  # the bar shows the loss read at the last logging step
+
+
+def test_a_non_finite_loss_applies_no_update_and_stops_at_the_next_check(datamodule, tmp_path, monkeypatch):
+    import model.training.translation_module as translation_module
+    from model.training.translation_module import NonFiniteLossError
+
+    real, calls = translation_module.label_smoothed_loss, []
+
+    def poisoned(logits, target, smoothing):  # the 3rd training batch's loss is NaN
+        loss, nll, accuracy = real(logits, target, smoothing)
+        calls.append(1)
+        return (loss * float("nan") if len(calls) == 3 else loss), nll, accuracy
+
+    monkeypatch.setattr(translation_module, "label_smoothed_loss", poisoned)
+    module = TranslationModule(small_model(datamodule), lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True),
+                               budget_schedule(warmup_steps=3), val_bleu_samples=4)
+
+    class Weights(L.Callback):
+        def on_train_batch_end(self, trainer, pl_module, *args) -> None:
+            if trainer.global_step == 2:  # before the poisoned step
+                self.before = [p.detach().clone() for p in pl_module.parameters()]
+            if trainer.global_step == 3:  # after it: the fused AdamW skipped the update
+                self.after = [p.detach().clone() for p in pl_module.parameters()]
+
+    weights = Weights()
+    trainer = L.Trainer(max_steps=20, limit_val_batches=0, log_every_n_steps=5, logger=False, callbacks=[weights],
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                        default_root_dir=str(tmp_path))
+    with pytest.raises(NonFiniteLossError, match=r"the training loss is nan at step 2$"):
+        trainer.fit(module, datamodule=datamodule)
+    assert trainer.global_step == 4  # stopped at the next logging step (the 5th batch), before its update
+    assert all(torch.equal(a, b) for a, b in zip(weights.before, weights.after))
+    assert all(torch.isfinite(p).all() for p in module.parameters())
+
+
+def test_bleu_at_every_second_validation_and_the_loss_at_every_one(datamodule, tmp_path, monkeypatch):
+    module = TranslationModule(small_model(datamodule), lambda params: torch.optim.AdamW(params, lr=1e-2),
+                               inverse_sqrt_schedule(4), SearchConfig(beam_size=1, max_len_a=1.0, max_len_b=3),
+                               val_bleu_samples=10, val_bleu_every=2)
+    translated, logged = [], []
+    real_translate = module._translate
+    monkeypatch.setattr(module, "_translate", lambda *args: translated.append(module.global_step) or real_translate(*args))
+
+    class Logged(L.Callback):
+        def on_validation_end(self, trainer, pl_module) -> None:
+            logged.append((trainer.global_step, float(trainer.callback_metrics["val/loss"]),
+                           float(trainer.callback_metrics["val/bleu"])))
+
+    trainer = L.Trainer(max_steps=6, val_check_interval=2, check_val_every_n_epoch=None, num_sanity_val_steps=0,
+                        logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, callbacks=[Logged()], default_root_dir=str(tmp_path))
+    trainer.fit(module, datamodule=datamodule)
+    assert sorted(set(translated)) == [2, 6]  # validations 1 and 3 translate; 2 (step 4) does not
+    assert [step for step, _, _ in logged] == [2, 4, 6]
+    assert logged[1][1] != logged[0][1] and logged[1][2] == logged[0][2]  # a new loss; the last BLEU again
+    with pytest.raises(ValueError, match="val_bleu_every must be 1 or more"):
+        TranslationModule(small_model(datamodule), None, None, val_bleu_every=0)

@@ -4,17 +4,24 @@ A kill during ``torch.save`` leaves a truncated file; written in place, that fil
 ``last.ckpt``, and every rerun would crash on it. So every checkpoint is written to a
 temporary file beside its target, flushed to disk, then renamed over it (a rename is
 atomic): a reader sees the old file or the new one, never half of one.
+
+On a GPU the write goes to a background thread (``asynchronous=True``): the training process
+only copies the tensors to the host, and the next step starts while the file is written. One
+writer: a new checkpoint first waits for the previous one, and the run waits for the last.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
+from lightning.fabric.utilities.apply_func import apply_to_collection
 
 from model.inference.run_folder import RunLoadError, read_checkpoint
 
@@ -37,26 +44,74 @@ class AtomicCheckpointIO(TorchCheckpointIO):
     """Lightning's ``torch.save`` checkpoints, written atomically (temporary file, fsync, rename).
 
     A write that fails leaves no temporary file and the previous checkpoint whole, and is one
-    ``CheckpointWriteError`` naming the file and the cause.
+    ``CheckpointWriteError`` naming the file and the cause (from a background write: raised by
+    the next save, or when training ends). ``clock`` (a ``RunClock``) times the training
+    process's part as "checkpoints".
     """
 
+    def __init__(self, asynchronous: bool = False, clock=None) -> None:
+        super().__init__()
+        self.asynchronous, self.clock = asynchronous, clock
+        self._writer: ThreadPoolExecutor | None = None
+        self._writing: Future | None = None
+
+    def _timed(self):
+        return self.clock.phase("checkpoints") if self.clock is not None else nullcontext()
+
     def save_checkpoint(self, checkpoint: dict[str, Any], path: str | os.PathLike, storage_options: Any = None) -> None:
-        path = Path(path)
-        partial = path.with_name(f".{path.name}.partial")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(partial, "wb") as out:
-                torch.save(checkpoint, out)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(partial, path)
-        except (OSError, RuntimeError) as error:
-            cause = os_cause(error)
-            if cause is None:
-                raise
-            partial.unlink(missing_ok=True)
-            raise CheckpointWriteError(cause.errno, f"{path}: cannot write the checkpoint "
-                                                    f"({cause.strerror or cause}); the previous one is intact") from None
+        with self._timed():
+            self.wait()  # one writer; and a failed background write is reported here
+            if not self.asynchronous:
+                write_atomically(checkpoint, Path(path))
+                return
+            # Copies, not views: training changes the weights in place while the file is written.
+            snapshot = apply_to_collection(checkpoint, torch.Tensor, lambda t: t.detach().to("cpu", copy=True))
+            if self._writer is None:
+                self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpoint-writer")
+            self._writing = self._writer.submit(write_atomically, snapshot, Path(path))
+
+    def wait(self) -> None:
+        """Until the background write (if any) is on disk; raises its ``CheckpointWriteError``."""
+        writing, self._writing = self._writing, None
+        if writing is not None:
+            writing.result()
+
+    def load_checkpoint(self, path, *args, **kwargs) -> dict[str, Any]:
+        self.wait()  # never read a file that is still being written
+        return super().load_checkpoint(path, *args, **kwargs)
+
+    def remove_checkpoint(self, path) -> None:
+        self.wait()
+        super().remove_checkpoint(path)
+
+    def teardown(self) -> None:
+        """End of fit (Lightning calls it): the last write reaches the disk before the run goes on."""
+        with self._timed():
+            try:
+                self.wait()
+            finally:
+                if self._writer is not None:
+                    self._writer.shutdown(wait=True)
+                    self._writer = None
+
+
+def write_atomically(checkpoint: dict[str, Any], path: Path) -> None:
+    """``torch.save`` to a temporary file beside ``path``, flushed to disk, renamed over ``path``."""
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(partial, "wb") as out:
+            torch.save(checkpoint, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(partial, path)
+    except (OSError, RuntimeError) as error:
+        cause = os_cause(error)
+        if cause is None:
+            raise
+        partial.unlink(missing_ok=True)
+        raise CheckpointWriteError(cause.errno, f"{path}: cannot write the checkpoint "
+                                                f"({cause.strerror or cause}); the previous one is intact") from None
 
 
 def resume_point(run_dir: Path) -> Path | None:

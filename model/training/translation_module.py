@@ -6,12 +6,18 @@ and the learning-rate schedule as factories, the search settings as a ``SearchCo
 references of the data module, read once. What validation draws (attention pictures, the
 explorer page, statistics) is written by a callback, ``model/views/callback.py``, from
 ``sentence_views``.
+
+A training step never waits for the device: its metrics are summed there and read every
+``log_every_n_steps``, and a non-finite loss is caught there too (the update skipped, the
+run stopped at the next reading). Validation is teacher-forced loss and accuracy every time,
+greedy BLEU on a fixed subset every ``val_bleu_every``-th time.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -25,25 +31,30 @@ from torch import Tensor
 from model.search import SearchConfig, search, sentence_attention
 from model.training.metrics import Scores, corpus_scores
 from model.training.schedule import Schedule
+from model.training.timing import is_logging_step
 from model.transformer import Seq2SeqTransformer
 from model.views import SentenceView
 
 log = logging.getLogger(__name__)
-QUALITY_MARKS = (30, 40)  # validation BLEU marks whose first crossing is logged: time to quality
+QUALITY_MARKS = (30, 40, 50)  # validation BLEU marks whose first crossing is logged: time to quality
 
 
-def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float) -> tuple[Tensor, Tensor, Tensor]:
+def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float,
+                        real: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """Mean label-smoothed cross-entropy; also the plain NLL (for perplexity) and accuracy.
 
-    logits (N, V) and target (N,) of the real (non-padding) tokens. Same value as
-    ``F.cross_entropy(label_smoothing=ε)``, from one log-softmax so the NLL comes free.
+    logits (N, V) and target (N,); ``real`` (N,) bool: average over those rows only (None: all).
+    Same value as ``F.cross_entropy(label_smoothing=ε)``, from one log-softmax so the NLL comes free.
     """
     log_probs = logits.float().log_softmax(dim=-1)  # (N, V)
     nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (N,)
     uniform = -log_probs.mean(dim=-1)  # cross-entropy with the uniform distribution
-    loss = ((1.0 - smoothing) * nll + smoothing * uniform).mean()
-    accuracy = (logits.argmax(dim=-1) == target).float().mean()
-    return loss, nll.mean(), accuracy
+    loss = (1.0 - smoothing) * nll + smoothing * uniform  # (N,)
+    correct = (logits.argmax(dim=-1) == target).float()  # (N,)
+    if real is None:
+        return loss.mean(), nll.mean(), correct.mean()
+    weight = real.float() / real.sum().clamp(min=1)  # a mean over the real rows, without indexing them
+    return (loss * weight).sum(), (nll * weight).sum(), (correct * weight).sum()
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -61,10 +72,13 @@ class TranslationModule(L.LightningModule):
         search: SearchConfig = SearchConfig(),
         label_smoothing: float = 0.1,
         val_bleu_samples: int = 500,
+        val_bleu_every: int = 1,
         model_config: dict | None = None,
         tokenizer_sha256: str | None = None,
     ) -> None:
         super().__init__()
+        if val_bleu_every < 1:
+            raise ValueError(f"val_bleu_every must be 1 or more, got {val_bleu_every}")
         # Plain values only (no modules, no callables): checkpoints stay loadable with weights_only=True.
         self.save_hyperparameters(ignore=["model", "optimizer", "schedule", "search"])
         self.model, self.optimizer_factory, self.schedule = model, optimizer, schedule
@@ -72,8 +86,16 @@ class TranslationModule(L.LightningModule):
         self.tokenizer = None
         self.texts: dict[str, tuple[list[str], list[list[str]]]] = {}  # split -> (sources, references)
         self.readable_sources: list[tuple[str, list[int]]] = []  # (text, ids): validation sentences to draw
-        self._last_batch_time: float | None = None
         self._train_started: float | None = None
+        # Training metrics, summed on the device between logging steps (see training_step).
+        self._sums: Tensor | None = None
+        self._summed_steps = 0
+        self._window_start: float | None = None  # when the current logging window's steps began
+        self._first_bad: Tensor | None = None  # (step, loss) of the first non-finite loss, on the device
+        self.progress_metrics: dict[str, float] = {}  # what the progress bar shows, read at logging steps
+        self._validations = 0  # validations of this fit so far (val_bleu_every counts them)
+        self._bleu_due = True
+        self._last_val_scores: dict[str, float] = {}
         self.reached: dict[str, list[float]] = {}  # mark -> [step, training minutes] when val BLEU first reached it
         self._hypotheses: dict[int, str] = {}
 
@@ -89,29 +111,79 @@ class TranslationModule(L.LightningModule):
         texts, src_ids = self.texts["validation"][0], datamodule.splits["validation"]["src_ids"]
         self.readable_sources = [(text, ids) for text, ids in zip(texts, src_ids) if 5 <= len(ids) <= 12]
 
-    # -- training -------------------------------------------------------------------------
-    def _step(self, batch: dict[str, Tensor], stage: str) -> Tensor:
-        real = batch["tgt_out"] != self.model.pad_id  # logits only where there is a target token
-        logits = self.model(batch["src"], batch["tgt_in"], output_mask=real)  # (N, vocab)
-        loss, nll, accuracy = label_smoothed_loss(logits, batch["tgt_out"][real], self.hparams.label_smoothing)
-        on_step = stage == "train"
-        metrics = {f"{stage}/loss": loss, f"{stage}/ppl": nll.exp(), f"{stage}/accuracy": accuracy}
-        self.log_dict(metrics, prog_bar=on_step, on_step=on_step, on_epoch=not on_step,
-                      batch_size=batch["src"].size(0), sync_dist=not on_step)
-        return loss
+    # -- training: nothing here reads the device back, except at logging steps ------------
+    def _losses(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+        """Label-smoothed loss, NLL and accuracy of a teacher-forced batch."""
+        real = batch["tgt_out"] != self.model.pad_id  # (B, T): where there is a target token
+        smoothing = self.hparams.label_smoothing
+        if self.device.type == "cpu":  # the vocabulary projection only where there is a target: fewer FLOPs
+            logits = self.model(batch["src"], batch["tgt_in"], output_mask=real)  # (N, vocab)
+            return label_smoothed_loss(logits, batch["tgt_out"][real], smoothing)
+        # On a GPU, indexing by a mask waits for the device (the result's size is data): every position
+        # is projected and the padding is weighted out of the loss instead.
+        logits = self.model(batch["src"], batch["tgt_in"])  # (B, T, vocab)
+        return label_smoothed_loss(logits.flatten(0, 1), batch["tgt_out"].flatten(), smoothing, real.flatten())
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
-        loss = self._step(batch, "train")
-        if not torch.isfinite(loss):  # stop before the update: the weights are still the last good ones
-            raise NonFiniteLossError(f"the training loss is {loss.item()} at step {self.global_step}")
-        now = time.perf_counter()
-        metrics = {"train/lr": self.optimizers().param_groups[0]["lr"]}
-        if self._last_batch_time is not None:  # tokens of this batch over the time since the last one
-            tokens = (batch["src"] != self.model.pad_id).sum() + (batch["tgt_out"] != self.model.pad_id).sum()
-            metrics["train/tokens_per_s"] = tokens.float() / (now - self._last_batch_time)
-        self._last_batch_time = now
-        self.log_dict(metrics, on_step=True, batch_size=1)
+        loss, nll, accuracy = self._losses(batch)
+        self._guard_update(loss)
+        pad = self.model.pad_id
+        tokens = (batch["src"] != pad).sum() + (batch["tgt_out"] != pad).sum()
+        # Summed on the device since the last logging step: (loss, nll, accuracy, tokens).
+        values = torch.stack([loss.detach(), nll.detach(), accuracy, tokens.to(loss.dtype)])
+        self._sums = values if self._sums is None else self._sums + values
+        self._summed_steps += 1
+        if is_logging_step(self.trainer):
+            self._log_training_metrics()
         return loss
+
+    def _guard_update(self, loss: Tensor) -> None:
+        """Keep a non-finite loss from updating the weights, decided on the device.
+
+        The first bad step and its loss are kept on the device and read at the next logging
+        step, checkpoint or the end of training, which then stops the run. A fused optimizer
+        skips the update itself (its ``found_inf``, as under a gradient scaler); any other
+        optimizer's updates until that check are never saved, so the last checkpoint stays good.
+        """
+        bad = (~torch.isfinite(loss.detach())).float()
+        if dist.is_available() and dist.is_initialized():  # one rank's bad loss is every rank's (gradients are shared)
+            dist.all_reduce(bad, op=dist.ReduceOp.MAX)  # a collective on the device, not a wait for the host
+        bad = bad > 0
+        if self._first_bad is None:
+            self._first_bad = torch.full((2,), -1.0, dtype=torch.float64, device=loss.device)  # (step, loss)
+        record = torch.stack([torch.full_like(self._first_bad[0], self.global_step), loss.detach().double()])
+        self._first_bad = torch.where(bad & (self._first_bad[0] < 0), record, self._first_bad)
+        optimizer = self._trainer.optimizers[0] if self._trainer is not None and self._trainer.optimizers else None
+        if optimizer is not None and optimizer.defaults.get("fused"):
+            optimizer.found_inf = bad.float()  # read by the fused step after this closure: 1 skips the update
+
+    def check_finite(self) -> None:
+        """Raise ``NonFiniteLossError`` if any step since training started had a non-finite loss (reads the device)."""
+        if self._first_bad is None:
+            return
+        step, value = self._first_bad.tolist()
+        if step >= 0:
+            raise NonFiniteLossError(f"the training loss is {value} at step {int(step)}")
+
+    def _log_training_metrics(self) -> None:
+        """Means since the last logging step, read from the device in one transfer, to the loggers and the bar."""
+        self.check_finite()
+        loss, nll, accuracy, tokens = (self._sums / self._summed_steps).tolist()
+        now = time.perf_counter()
+        metrics = {"train/loss": loss, "train/ppl": math.exp(min(nll, 50.0)), "train/accuracy": accuracy,
+                   "train/lr": self._trainer.optimizers[0].param_groups[0]["lr"]}
+        if self._window_start is not None:  # tokens over the time since the last logging step
+            metrics["train/tokens_per_s"] = tokens * self._summed_steps / max(now - self._window_start, 1e-9)
+        self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=1)
+        self.progress_metrics = {"loss": round(loss, 3)}
+        self._sums, self._summed_steps, self._window_start = None, 0, now
+
+    def on_train_batch_start(self, batch: dict[str, Tensor], batch_idx: int) -> None:
+        if self._window_start is None:
+            self._window_start = time.perf_counter()
+
+    def on_train_end(self) -> None:
+        self.check_finite()  # the steps after the last logging step
 
     def _timer(self) -> Timer | None:
         trainer = self._trainer  # None outside a Trainer (where self.trainer would raise)
@@ -119,6 +191,7 @@ class TranslationModule(L.LightningModule):
 
     def on_train_start(self) -> None:
         self._train_started = time.perf_counter()
+        self._sums, self._summed_steps, self._window_start = None, 0, None
 
     def training_minutes(self) -> float:
         """Wall-clock minutes of training so far (validations included): the Timer's, which continues across
@@ -170,14 +243,25 @@ class TranslationModule(L.LightningModule):
     def _translate(self, src: Tensor, config: SearchConfig) -> list[str]:
         return self.tokenizer.decode_tgt(search(self.model, src, self.tokenizer.bos_id, self.tokenizer.eos_id, config))
 
+    def _log_evaluation(self, batch: dict[str, Tensor], stage: str) -> None:
+        loss, nll, accuracy = self._losses(batch)
+        self.log_dict({f"{stage}/loss": loss, f"{stage}/ppl": nll.exp(), f"{stage}/accuracy": accuracy},
+                      on_step=False, on_epoch=True, batch_size=batch["src"].size(0), sync_dist=True)
+
     def on_validation_epoch_start(self) -> None:
         self._hypotheses = {}
-        self._last_batch_time = None  # validation time is not training throughput
+        fitting = self.trainer.state.fn == "fit" and not self.trainer.sanity_checking
+        # BLEU at every val_bleu_every-th validation of a fit (always outside one); the others are loss only.
+        self._bleu_due = not fitting or self._validations % self.hparams.val_bleu_every == 0
+        self._validations += fitting
+        self._window_start = None  # validation time is not training throughput: the window starts again
+        if self._sums is not None:
+            self._sums[3].zero_()  # ... and so do its tokens
 
     def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
-        self._step(batch, "val")
+        self._log_evaluation(batch, "val")
         chosen = batch["index"] < self.hparams.val_bleu_samples  # a fixed subset, the same every epoch
-        if chosen.any():
+        if self._bleu_due and chosen.any():
             texts = self._translate(batch["src"][chosen], self.search_config.greedy)
             self._hypotheses.update(zip(batch["index"][chosen].tolist(), texts))
 
@@ -185,7 +269,7 @@ class TranslationModule(L.LightningModule):
         self._hypotheses = {}
 
     def test_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
-        self._step(batch, "test")
+        self._log_evaluation(batch, "test")
         self._hypotheses.update(zip(batch["index"].tolist(), self._translate(batch["src"], self.search_config)))
 
     def _gathered_hypotheses(self) -> dict[int, str]:
@@ -205,7 +289,12 @@ class TranslationModule(L.LightningModule):
         return rows, scores
 
     def on_validation_epoch_end(self) -> None:
+        if not self._bleu_due:  # the last BLEU again: best.ckpt and early stopping always find their metric
+            if self._last_val_scores:
+                self.log_dict(self._last_val_scores, prog_bar=True)
+            return
         rows, scores = self._score("validation")
+        self._last_val_scores = {"val/bleu": scores.bleu, "val/chrf": scores.chrf}
         if self.trainer.sanity_checking:
             return
         minutes = self.training_minutes()
@@ -224,6 +313,7 @@ class TranslationModule(L.LightningModule):
                 logger.log_table(key="val/translations", columns=["source", "references", "hypothesis"], data=table)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.check_finite()  # never save weights that a non-finite loss may have touched
         checkpoint["quality_marks_reached"] = self.reached  # a resumed run still knows when it got there
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:

@@ -3,19 +3,58 @@ statistics, and the same in wandb (or TensorBoard).
 
 Side outputs of training live here, not in the LightningModule: the module hands over
 ``sentence_views(n)`` (fixed validation sentences, translated now), this callback writes them.
+Drawing is slow (matplotlib grids of every layer and head). On a GPU the attention weights are
+copied to the host and drawn in a background process while training goes on; the pictures reach
+the loggers when they are ready, and the run waits for the last of them only when training ends.
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
+import pickle
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 
 import lightning as L
 
 from model.views import SentenceView
 from model.views.explorer import read_steps, sentence_record, write_explorer
-from model.views.plotting import attention_figures, save_figure
 from model.views.statistics import attention_statistics
+
+
+def host_copy(view: SentenceView) -> SentenceView:
+    """The view with its attention weights copied off the device: the drawing never touches the model's memory."""
+    maps = view.attention.maps
+    host_maps = type(maps)(*([w.detach().float().cpu() for w in getattr(maps, kind)]
+                             for kind in ("encoder_self", "decoder_self", "cross")))
+    return replace(view, attention=replace(view.attention, maps=host_maps))
+
+
+def render_step(pickled_views: bytes, root: str, step: int) -> dict:
+    """Draw one validation's views into ``root/step_<N>/`` and rebuild the explorer of every step.
+
+    Runs in the background process (so it takes plain, picklable arguments). Returns what the
+    loggers get: ``{"images": [(key, path), ...], "explorer": path}``.
+    """
+    from model.views.plotting import attention_figures, save_figure  # matplotlib: only where it draws
+
+    views: list[SentenceView] = pickle.loads(pickled_views)
+    folder = Path(root) / f"step_{step:06d}"
+    folder.mkdir(parents=True, exist_ok=True)
+    images = []
+    for n, view in enumerate(views):
+        for kind, figure in attention_figures(view, caption=f" · step {step} · rows = queries").items():
+            path = folder / f"{kind}_sentence{n}.png"
+            save_figure(figure, path)
+            images.append((f"attention/{kind}/sentence_{n}", str(path)))
+    record = {"label": f"step {step}", "step": step, "sentences": [sentence_record(view) for view in views]}
+    (folder / "attention.json").write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
+    explorer = write_explorer(Path(root) / "explorer.html", read_steps(root), "Attention during training")
+    return {"images": images, "explorer": str(explorer)}
 
 
 class AttentionViews(L.Callback):
@@ -26,34 +65,89 @@ class AttentionViews(L.Callback):
       one panel with a step slider) and this step's weights, ``attention.json``;
     - ``<run>/attention/explorer.html``, rebuilt from every step so far (wandb: ``attention/explorer``);
     - ``attention_<kind>/<stat>[_L<layer>H<head>]`` scalars (``model/views/statistics.py``).
+
+    ``background=True`` draws in one background process (one drawing at a time, in step order);
+    ``False`` draws before training goes on; ``"auto"``: in the background when training runs on a
+    GPU, at once on a CPU, where training keeps every core busy and a drawing beside it slows the
+    steps more than it saves (docs/results.md). ``clock`` (set by ``train.py``) times what the
+    training process spends here as the run's "views".
     """
 
-    def __init__(self, sentences: int = 3) -> None:
+    def __init__(self, sentences: int = 3, background: bool | str = "auto") -> None:
         if sentences < 0:
             raise ValueError(f"sentences must be 0 or more, got {sentences}")
-        self.sentences = sentences
+        if background not in (True, False, "auto"):
+            raise ValueError(f"background must be true, false or auto, got {background!r}")
+        self.sentences, self.background = sentences, background
+        self.render = render_step  # module-level (picklable): what the background process runs
+        self.clock = None  # a model.training.timing.RunClock, or None
+        self._pool: ProcessPoolExecutor | None = None
+        self._pending: list[tuple[Future, int]] = []  # (drawing, step), oldest first
+
+    def _timed(self):
+        return self.clock.phase("views") if self.clock is not None else nullcontext()
 
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if trainer.sanity_checking or not trainer.is_global_zero or not self.sentences:
             return
-        views = pl_module.sentence_views(self.sentences)
-        self.write(views, Path(trainer.default_root_dir) / "attention", trainer.global_step, trainer.loggers)
-        pl_module.log_dict(attention_statistics([view.attention for view in views]), rank_zero_only=True)
+        with self._timed():
+            views = [host_copy(view) for view in pl_module.sentence_views(self.sentences)]
+            pl_module.log_dict(attention_statistics([view.attention for view in views]), rank_zero_only=True)
+            self._publish(trainer.loggers)
+            background = self.background if self.background != "auto" else pl_module.device.type == "cuda"
+            self.draw(views, Path(trainer.default_root_dir) / "attention", trainer.global_step, background)
 
-    @staticmethod
-    def write(views: list[SentenceView], root: Path, step: int, loggers: list) -> None:
-        """This step's pictures and weights under ``root/step_<N>/``, and the explorer of every step."""
-        folder = root / f"step_{step:06d}"
-        folder.mkdir(parents=True, exist_ok=True)
-        for n, view in enumerate(views):
-            for kind, figure in attention_figures(view, caption=f" · step {step} · rows = queries").items():
-                path = folder / f"{kind}_sentence{n}.png"
-                save_figure(figure, path)
-                log_image(loggers, f"attention/{kind}/sentence_{n}", path, step)
-        record = {"label": f"step {step}", "step": step, "sentences": [sentence_record(view) for view in views]}
-        (folder / "attention.json").write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
-        explorer = write_explorer(root / "explorer.html", read_steps(root), "Attention during training")
-        log_html(loggers, "attention/explorer", explorer, step)
+    def draw(self, views: list[SentenceView], root: Path, step: int, background: bool = True) -> Future:
+        """Start drawing ``views`` as step ``step`` (in the background, or now)."""
+        arguments = (pickle.dumps(views), str(root), step)
+        if background:
+            if self._pool is None:  # spawned, not forked: a clean process, whatever threads training runs
+                # Niced: where training has every core (a CPU), drawing takes what training leaves idle.
+                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                                 initializer=os.nice, initargs=(19,))
+            drawing = self._pool.submit(self.render, *arguments)
+        else:
+            drawing = Future()
+            drawing.set_result(self.render(*arguments))
+        self._pending.append((drawing, step))
+        return drawing
+
+    def _publish(self, loggers: list, wait: bool = False) -> None:
+        """Hand finished drawings to the loggers, in step order (all of them, waiting, with ``wait``)."""
+        while self._pending and (wait or self._pending[0][0].done()):
+            drawing, step = self._pending.pop(0)
+            drawn = drawing.result()  # a drawing that failed raises here, in the training process
+            for key, path in drawn["images"]:
+                log_image(loggers, key, Path(path), step)
+            log_html(loggers, "attention/explorer", Path(drawn["explorer"]), step)
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args) -> None:
+        if self._pending and self._pending[0][0].done():
+            with self._timed():
+                self._publish(trainer.loggers)
+
+    def wait(self, loggers: list | None = None) -> None:
+        """Wait for every drawing, hand it to ``loggers``, and end the background process."""
+        try:
+            self._publish(loggers or [], wait=True)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+                self._pool = None
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        with self._timed():
+            self.wait(trainer.loggers)
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if trainer.state.fn != "fit":  # a validation outside fit (trainer.validate): its pictures before it returns
+            with self._timed():
+                self.wait(trainer.loggers)
+
+    def on_exception(self, trainer: L.Trainer, pl_module: L.LightningModule, exception: BaseException) -> None:
+        if self._pool is not None:  # what is drawn stays; what is not yet, is dropped
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool, self._pending = None, []
 
 
 def log_image(loggers: list, key: str, path: Path, step: int) -> None:
