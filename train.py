@@ -43,10 +43,10 @@ from data.tokenizer import MIN_VOCAB_SIZE, tokenizer_fingerprint
 from model.inference.run_folder import RunLoadError, read_checkpoint
 from model.training.checkpoint_io import AtomicCheckpointIO, CheckpointWriteError, resume_point
 from model.training.interrupt import GracefulStop, TrainingInterrupted
+from model.training.non_finite import NonFiniteLossError
 from model.training.precision import choose_precision, on_gpu, peak_flops
 from model.training.schedule import DECAYS
 from model.training.timing import RunClock, TimeSplit, TimeSplitReport
-from model.training.translation_module import NonFiniteLossError
 
 log = logging.getLogger("train")
 CONFIGS = Path(__file__).resolve().parent / "configs"
@@ -231,7 +231,8 @@ def _train(cfg: DictConfig, run_dir: Path, ckpt_path: str | None) -> dict[str, f
     for callback in callbacks:  # callbacks that time their own work (the attention views) share the clock
         if hasattr(callback, "clock"):
             callback.clock = clock
-    stopper, time_split = GracefulStop(), TimeSplit(clock)  # Ctrl-C / SIGTERM: save last.ckpt at the step, then stop
+    stopper = GracefulStop()  # Ctrl-C / SIGTERM: save last.ckpt at the step, then stop
+    time_split = TimeSplit(clock)  # first of the callbacks: a step's time starts before any other hook's
     asynchronous = cfg.checkpoints.asynchronous
     checkpoint_io = AtomicCheckpointIO(asynchronous=gpu if asynchronous == "auto" else bool(asynchronous),
                                        clock=clock)
@@ -272,10 +273,13 @@ def report_time_split(report: TimeSplitReport, run_dir: Path, loggers: list) -> 
     """Where the run's time went: one log line, ``time_split.json``, ``test_metrics.json`` and wandb's summary."""
     log.info(report.line())
     split = report.as_dict()
-    (run_dir / "time_split.json").write_text(json.dumps(split, indent=2))
     test_metrics = run_dir / "test_metrics.json"
-    if test_metrics.is_file():
-        test_metrics.write_text(json.dumps(json.loads(test_metrics.read_text()) | {"time_split": split}, indent=2))
+    try:
+        (run_dir / "time_split.json").write_text(json.dumps(split, indent=2))
+        if test_metrics.is_file():
+            test_metrics.write_text(json.dumps(json.loads(test_metrics.read_text()) | {"time_split": split}, indent=2))
+    except OSError as error:  # a full disk: the line above says it all, and the run's own error goes on
+        log.warning("time split not written to %s: %s", run_dir, error.strerror or error)
     for logger in loggers:
         if type(logger).__name__ == "WandbLogger":
             logger.experiment.summary.update({"time_split": split})

@@ -63,8 +63,12 @@ class DeviceBatches:
 
     def __iter__(self) -> Iterator[dict[str, Tensor]]:
         batches = list(self.sampler)  # this epoch's positions, cut and shuffled on the host
-        # One host-to-device copy per epoch: every batch's positions end to end.
-        positions = torch.tensor([p for batch in batches for p in batch], dtype=torch.long).to(self.device)
+        # One host-to-device copy per epoch: every batch's positions end to end. From pinned memory
+        # the copy is asynchronous: the host does not wait for the steps still queued on the GPU.
+        positions = torch.tensor([p for batch in batches for p in batch], dtype=torch.long)
+        if self.device.type == "cuda":
+            positions = positions.pin_memory()
+        positions = positions.to(self.device, non_blocking=True)
         start = 0
         for batch in batches:
             stop = start + len(batch)

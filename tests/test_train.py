@@ -20,7 +20,8 @@ from data.datamodule import TranslationDataModule
 from helpers import ROOT, compose_train, explorer_data, run_train, train_in_process
 from model.search import SearchConfig
 from model.transformer import Seq2SeqTransformer
-from model.training.translation_module import NonFiniteLossError, TranslationModule
+from model.training.non_finite import NonFiniteLossError
+from model.training.translation_module import TranslationModule
 from train import SettingsError
 
 PRESETS = [[], ["experiment=smoke"], ["experiment=gpu"], ["experiment=cpu"], ["trainer=ddp"], ["logger=csv"],
@@ -153,11 +154,12 @@ def test_killed_run_resumes_from_last_checkpoint(tmp_path, data_cache, smoke_run
     assert final_step(run_dir) == final_step(smoke_run) == 60
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_signal_saves_the_step_and_the_same_command_resumes(tmp_path, data_cache, signum, code):
+# SIGTERM with checkpoints written in the background (the GPU's way): the run waits for the write.
+@pytest.mark.parametrize("signum, code, asynchronous", [(signal.SIGINT, 130, False), (signal.SIGTERM, 143, True)])
+def test_a_signal_saves_the_step_and_the_same_command_resumes(tmp_path, data_cache, signum, code, asynchronous):
     run_dir = tmp_path / "signalled"
     last = run_dir / "checkpoints" / "last.ckpt"
-    args = ("logger=csv", "test=false", "trainer.max_steps=100")
+    args = ("logger=csv", "test=false", "trainer.max_steps=100", f"checkpoints.asynchronous={asynchronous}")
     # A background job of a non-interactive shell inherits SIGINT ignored: give the child the default.
     process = run_train(run_dir, data_cache, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))

@@ -268,7 +268,7 @@ def test_no_training_step_reads_the_device_outside_logging_steps(datamodule, tmp
 
 def test_a_non_finite_loss_applies_no_update_and_stops_at_the_next_check(datamodule, tmp_path, monkeypatch):
     import model.training.translation_module as translation_module
-    from model.training.translation_module import NonFiniteLossError
+    from model.training.non_finite import NonFiniteLossError
 
     real, calls = translation_module.label_smoothed_loss, []
 

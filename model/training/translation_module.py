@@ -30,6 +30,7 @@ from torch import Tensor
 
 from model.search import SearchConfig, search, sentence_attention
 from model.training.metrics import Scores, corpus_scores
+from model.training.non_finite import NonFiniteGuard
 from model.training.schedule import Schedule
 from model.training.timing import is_logging_step
 from model.transformer import Seq2SeqTransformer
@@ -55,10 +56,6 @@ def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float,
         return loss.mean(), nll.mean(), correct.mean()
     weight = real.float() / real.sum().clamp(min=1)  # a mean over the real rows, without indexing them
     return (loss * weight).sum(), (nll * weight).sum(), (correct * weight).sum()
-
-
-class NonFiniteLossError(FloatingPointError):
-    """The training loss became NaN or inf: going on would only write broken weights."""
 
 
 class TranslationModule(L.LightningModule):
@@ -91,7 +88,7 @@ class TranslationModule(L.LightningModule):
         self._sums: Tensor | None = None
         self._summed_steps = 0
         self._window_start: float | None = None  # when the current logging window's steps began
-        self._first_bad: Tensor | None = None  # (step, loss) of the first non-finite loss, on the device
+        self.non_finite = NonFiniteGuard()  # no update from a NaN loss; read at logging steps and checkpoints
         self.progress_metrics: dict[str, float] = {}  # what the progress bar shows, read at logging steps
         self._validations = 0  # validations of this fit so far (val_bleu_every counts them)
         self._bleu_due = True
@@ -126,7 +123,8 @@ class TranslationModule(L.LightningModule):
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         loss, nll, accuracy = self._losses(batch)
-        self._guard_update(loss)
+        optimizers = self._trainer.optimizers if self._trainer is not None else []
+        self.non_finite.update(loss, self.global_step, optimizers[0] if optimizers else None)
         pad = self.model.pad_id
         tokens = (batch["src"] != pad).sum() + (batch["tgt_out"] != pad).sum()
         # Summed on the device since the last logging step: (loss, nll, accuracy, tokens).
@@ -137,33 +135,9 @@ class TranslationModule(L.LightningModule):
             self._log_training_metrics()
         return loss
 
-    def _guard_update(self, loss: Tensor) -> None:
-        """Keep a non-finite loss from updating the weights, decided on the device.
-
-        The first bad step and its loss are kept on the device and read at the next logging
-        step, checkpoint or the end of training, which then stops the run. A fused optimizer
-        skips the update itself (its ``found_inf``, as under a gradient scaler); any other
-        optimizer's updates until that check are never saved, so the last checkpoint stays good.
-        """
-        bad = (~torch.isfinite(loss.detach())).float()
-        if dist.is_available() and dist.is_initialized():  # one rank's bad loss is every rank's (gradients are shared)
-            dist.all_reduce(bad, op=dist.ReduceOp.MAX)  # a collective on the device, not a wait for the host
-        bad = bad > 0
-        if self._first_bad is None:
-            self._first_bad = torch.full((2,), -1.0, dtype=torch.float64, device=loss.device)  # (step, loss)
-        record = torch.stack([torch.full_like(self._first_bad[0], self.global_step), loss.detach().double()])
-        self._first_bad = torch.where(bad & (self._first_bad[0] < 0), record, self._first_bad)
-        optimizer = self._trainer.optimizers[0] if self._trainer is not None and self._trainer.optimizers else None
-        if optimizer is not None and optimizer.defaults.get("fused"):
-            optimizer.found_inf = bad.float()  # read by the fused step after this closure: 1 skips the update
-
     def check_finite(self) -> None:
-        """Raise ``NonFiniteLossError`` if any step since training started had a non-finite loss (reads the device)."""
-        if self._first_bad is None:
-            return
-        step, value = self._first_bad.tolist()
-        if step >= 0:
-            raise NonFiniteLossError(f"the training loss is {value} at step {int(step)}")
+        """Raise ``NonFiniteLossError`` if a training step so far had a non-finite loss (reads the device)."""
+        self.non_finite.check()
 
     def _log_training_metrics(self) -> None:
         """Means since the last logging step, read from the device in one transfer, to the loggers and the bar."""
