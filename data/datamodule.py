@@ -3,6 +3,8 @@
 Everything derived from the corpus is cached under ``cache_dir/<settings hash>/``:
 the splits (``save_to_disk``), the tokenizer and the tokenized splits (``Dataset.map``
 cache files), so a second run with the same settings reads them instead of rebuilding.
+Batches come from a ``DataLoader`` on the host, or, on a GPU, are cut on the device from
+token ids copied there once (``data/device_batches.py``).
 """
 
 from __future__ import annotations

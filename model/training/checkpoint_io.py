@@ -24,6 +24,7 @@ from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 from lightning.fabric.utilities.apply_func import apply_to_collection
 
 from model.inference.run_folder import RunLoadError, read_checkpoint
+from model.training.timing import RunClock
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ class AtomicCheckpointIO(TorchCheckpointIO):
     process's part as "checkpoints".
     """
 
-    def __init__(self, asynchronous: bool = False, clock=None) -> None:
+    def __init__(self, asynchronous: bool = False, clock: RunClock | None = None) -> None:
         super().__init__()
         self.asynchronous, self.clock = asynchronous, clock
         self._writer: ThreadPoolExecutor | None = None

@@ -4,6 +4,8 @@ CPUs with AVX512-BF16 or AMX run a bf16 matmul several times faster than fp32; C
 without them emulate bf16 and run it several times *slower*. So the choice is measured:
 a matmul of the model's shapes in both precisions, a fraction of a second. GPUs with
 bf16 support (Ampere and later) get bf16 autocast without a probe.
+
+The same probe is the CPU's peak for MFU (``peak_flops``); a GPU's is its data-sheet figure.
 """
 
 from __future__ import annotations
