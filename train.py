@@ -37,16 +37,18 @@ from hydra.types import RunMode
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from data.atomic_file import write_text_atomically
 from data.corpus import CorpusError, CorpusNotFoundError
-from data.datamodule import DataCacheError
-from data.tokenizer import MIN_VOCAB_SIZE, tokenizer_fingerprint
+from data.datamodule import DataCacheError, data_problems
+from data.tokenizer import tokenizer_fingerprint
 from model.inference.run_folder import RunLoadError, read_checkpoint
 from model.training.checkpoint_io import AtomicCheckpointIO, CheckpointWriteError, resume_point
 from model.training.interrupt import GracefulStop, TrainingInterrupted
 from model.training.non_finite import NonFiniteLossError
 from model.training.precision import choose_precision, on_gpu, peak_flops
-from model.training.schedule import DECAYS
+from model.training.schedule import schedule_problems
 from model.training.timing import RunClock, TimeSplit, TimeSplitReport
+from model.transformer import shape_problems
 
 log = logging.getLogger("train")
 CONFIGS = Path(__file__).resolve().parent / "configs"
@@ -58,40 +60,16 @@ class SettingsError(ValueError):
 
 
 def check_config(cfg: DictConfig) -> None:
-    """Refuse now, in one line, settings that would fail after the data cache is built or mid-epoch."""
-    model, data, problems = cfg.model, cfg.data, []
-    sizes = {f"model.{k}": model[k] for k in ("d_model", "num_heads", "num_encoder_layers", "num_decoder_layers",
-                                               "d_ff", "max_len")}
-    sizes |= {f"data.{k}": data[k] for k in ("vocab_size", "max_tokens", "max_sentence_len")}
-    if "warmup_steps" in cfg.module.schedule:
-        sizes["module.schedule.warmup_steps"] = cfg.module.schedule.warmup_steps
-    problems += [f"{k}={v!r} must be a whole number >= 1" for k, v in sizes.items()
-                 if isinstance(v, bool) or not isinstance(v, int) or v < 1]
-    if not isinstance(model.dropout, (int, float)) or not 0 <= model.dropout < 1:
-        problems.append(f"model.dropout={model.dropout!r} must be in [0, 1)")
-    decay = cfg.module.schedule.get("decay", "linear")
-    if decay not in DECAYS:
-        problems.append(f"module.schedule.decay={decay!r} must be one of {', '.join(DECAYS)}")
-    if isinstance(data.vocab_size, int) and data.vocab_size < MIN_VOCAB_SIZE:
-        problems.append(f"data.vocab_size={data.vocab_size} is below {MIN_VOCAB_SIZE} (the 256 byte symbols of "
-                        f"byte-level BPE and the special tokens)")
-    if data.limit_pairs is not None and (isinstance(data.limit_pairs, bool) or not isinstance(data.limit_pairs, int)
-                                         or data.limit_pairs < 1):
-        problems.append(f"data.limit_pairs={data.limit_pairs!r} must be a whole number >= 1, or null for every pair")
-    for key in ("val_fraction", "test_fraction"):
-        if not isinstance(data[key], (int, float)) or not 0 < data[key] < 0.5:
-            problems.append(f"data.{key}={data[key]!r} must be a share between 0 and 0.5")
+    """Refuse now, in one line, settings that would fail after the data cache is built or mid-epoch: each
+    component says what it refuses (one rule, one place); what spans two of them is checked here."""
+    model, data = cfg.model, cfg.data
+    problems = (shape_problems(model, "model.") + data_problems(data, "data.")
+                + schedule_problems(cfg.module.schedule, "module.schedule."))
     max_time = cfg.trainer.get("max_time")
     if max_time is not None and not (isinstance(max_time, str) and MAX_TIME.match(max_time)):
         problems.append(f"trainer.max_time={max_time!r} must be DD:HH:MM:SS (e.g. 00:00:30:00), or null")
-    if not problems:
-        if model.d_model % model.num_heads:
-            problems.append(f"model.d_model={model.d_model} is not divisible by model.num_heads={model.num_heads}")
-        if data.max_sentence_len > model.max_len:
-            problems.append(f"data.max_sentence_len={data.max_sentence_len} exceeds model.max_len={model.max_len}")
-        if data.max_tokens <= data.max_sentence_len:
-            problems.append(f"data.max_tokens={data.max_tokens} cannot hold one pair of "
-                            f"data.max_sentence_len={data.max_sentence_len} tokens")
+    if not problems and data.max_sentence_len > model.max_len:
+        problems.append(f"data.max_sentence_len={data.max_sentence_len} exceeds model.max_len={model.max_len}")
     if problems:
         raise SettingsError("bad settings: " + "; ".join(problems))
 
@@ -275,9 +253,10 @@ def report_time_split(report: TimeSplitReport, run_dir: Path, loggers: list) -> 
     split = report.as_dict()
     test_metrics = run_dir / "test_metrics.json"
     try:
-        (run_dir / "time_split.json").write_text(json.dumps(split, indent=2))
+        write_text_atomically(run_dir / "time_split.json", json.dumps(split, indent=2))
         if test_metrics.is_file():
-            test_metrics.write_text(json.dumps(json.loads(test_metrics.read_text()) | {"time_split": split}, indent=2))
+            write_text_atomically(test_metrics, json.dumps(json.loads(test_metrics.read_text()) | {"time_split": split},
+                                                           indent=2))
     except OSError as error:  # a full disk: the line above says it all, and the run's own error goes on
         log.warning("time split not written to %s: %s", run_dir, error.strerror or error)
     for logger in loggers:

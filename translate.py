@@ -23,8 +23,8 @@ Options (defaults in brackets; "the run's" = what the run was trained with, in i
                       (every kind, layer, head); FILE.png, .svg or .pdf = cross-attention picture
   attention_all=BOOL  with a picture: every layer and head, plus both self-attentions [false]
   -- SENTENCE ...     everything after -- is a sentence, even with "=" in it
-  engine=E           pytorch | ctranslate2: search with CTranslate2 on the same weights     [pytorch]
-                      (RUN/ctranslate2, exported first if missing; run= may name such a folder;
+  engine=E            ours | ctranslate2: the search, ours or CTranslate2's on the same      [ours]
+                      weights (RUN/ctranslate2, exported first if missing; run= may name such a folder;
                       pip install -e ".[export]"). Its length penalty divides by length^A, not GNMT's
                       ((5 + length) / 6)^A, so beams may rank differently when length_penalty > 0.
   serve=BOOL          serve a page and a JSON API (POST /translate; docs at /docs)   [false]
@@ -80,7 +80,7 @@ class TranslateConfig:
     device: str = "auto"
     attention: str | None = None
     attention_all: bool = False
-    engine: str = "pytorch"
+    engine: str = "ours"
     serve: bool = False
     host: str = "127.0.0.1"
     port: int = 8000
@@ -160,8 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg, sentences = parse_args(argv)
     if not cfg.run:
         raise SystemExit("translate.py: run=PATH is required (a run folder from train.py); see --help")
-    if cfg.engine not in ("pytorch", "ctranslate2"):
-        raise SystemExit(f"translate.py: engine={cfg.engine}: pytorch or ctranslate2")
+    if cfg.engine not in ("ours", "ctranslate2"):
+        raise SystemExit(f"translate.py: engine={cfg.engine}: ours or ctranslate2")
     if cfg.engine == "ctranslate2" and importlib.util.find_spec("ctranslate2") is None:
         raise SystemExit("translate.py: engine=ctranslate2 needs CTranslate2: pip install -e \".[export]\"")
     sizes = {"batch_size": cfg.batch_size, "chunk_size": cfg.chunk_size, "max_sentence_len": cfg.max_sentence_len}
@@ -172,19 +172,15 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.serve:
         check_serving(cfg, sentences)
     logging.basicConfig(format="translate.py: warning: %(message)s", level=logging.WARNING)
-    from data.lines import LineReader  # heavy imports after the argument checks
+    from data.atomic_file import atomic_file  # heavy imports after the argument checks
+    from data.lines import LineReader
     from model.inference.run_folder import RunLoadError
     from model.inference.translator import Translator
     from model.search import SearchConfig
 
     try:
         search_config(cfg, SearchConfig())  # values that cannot work are refused before the model loads
-        if cfg.engine == "ctranslate2":
-            from model.inference.ctranslate2_engine import CTranslate2Engine
-
-            translator = CTranslate2Engine.load(cfg.run, cfg.device)
-        else:
-            translator = Translator.load(cfg.run, cfg.device)
+        translator = Translator.load(cfg.run, cfg.device, cfg.engine)
         search = search_config(cfg, translator.settings.search)
     except (ValueError, RunLoadError) as error:
         raise SystemExit(f"translate.py: {error}") from None
@@ -197,18 +193,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     done, drawn, reader = 0, None, None  # drawn: the translation whose attention is drawn
-    with contextlib.ExitStack() as files:
-        if sentences:
-            lines: Iterable[str] = sentences
-        else:
-            stream = files.enter_context(open(cfg.input, "rb")) if cfg.input and cfg.input != "-" else sys.stdin.buffer
-            lines = reader = LineReader(stream, max_bytes=4 * translator.max_source_chars)
-        # An output file is written beside its target and renamed at the end: never half-written. A
-        # link to a file is written through: its target is replaced, the link stays.
-        target = Path(cfg.output).resolve() if cfg.output else None
-        partial = target.with_name(f"{target.name}.partial") if target else None
-        out = files.enter_context(open(partial, "w", encoding="utf-8")) if partial else sys.stdout
-        try:
+    # An output file is written beside its target and renamed at the end: never half-written. A
+    # link to a file is written through: its target is replaced, the link stays.
+    target = Path(cfg.output).resolve() if cfg.output else None
+    partial = target.with_name(f"{target.name}.partial") if target else None
+    try:
+        with contextlib.ExitStack() as files:
+            if sentences:
+                lines: Iterable[str] = sentences
+            else:
+                stream = files.enter_context(open(cfg.input, "rb")) if cfg.input and cfg.input != "-" else sys.stdin.buffer
+                lines = reader = LineReader(stream, max_bytes=4 * translator.max_source_chars)
+            out = (files.enter_context(atomic_file(target, partial=partial, keep_on=(KeyboardInterrupt,)))
+                   if target else sys.stdout)
             for chunk in chunks(lines, cfg.chunk_size, reader.waiting if reader else lambda: True):
                 translations = translator.translate(chunk, search, cfg.batch_size)
                 if cfg.attention and drawn is None:  # the first non-empty line
@@ -216,15 +213,13 @@ def main(argv: list[str] | None = None) -> int:
                 out.write("".join(t.text + "\n" for t in translations))
                 out.flush()
                 done += len(chunk)
-        except KeyboardInterrupt:
-            kept = f"; they are in {partial}" if partial else ""
-            print(f"translate.py: interrupted after {done} line(s){kept}", file=sys.stderr)
-            return 130
-        except BrokenPipeError:  # `… | head`: the reader has all it wants
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error when Python flushes at exit
-            return 0
-    if partial:
-        os.replace(partial, target)
+    except KeyboardInterrupt:
+        kept = f"; they are in {partial}" if partial else ""
+        print(f"translate.py: interrupted after {done} line(s){kept}", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `… | head`: the reader has all it wants
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error when Python flushes at exit
+        return 0
     report(translator, reader)
     if drawn:
         for path in draw_attention(translator.sentence_view(drawn), cfg.attention, cfg.attention_all):

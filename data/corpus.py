@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from data.atomic_file import atomic_file
+
 log = logging.getLogger(__name__)
 
 DOWNLOAD_URL = "http://storage.googleapis.com/download.tensorflow.org/data/spa-eng.zip"
@@ -115,26 +117,29 @@ def _download(target: Path, sha256: str | None) -> Path:
     from tqdm.auto import tqdm
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".part")
-    try:
-        with urllib.request.urlopen(DOWNLOAD_URL, timeout=30) as response, open(partial, "wb") as out:
-            total = int(response.headers.get("Content-Length", 0)) or None
-            with tqdm(total=total, unit="B", unit_scale=True, desc="spa-eng.zip") as bar:
-                while chunk := response.read(1 << 16):
-                    out.write(chunk)
-                    bar.update(len(chunk))
+    hasher = hashlib.sha256()
+    try:  # written whole or not at all: checked before it takes the corpus's name
+        with atomic_file(target, "wb") as out:
+            with urllib.request.urlopen(DOWNLOAD_URL, timeout=30) as response:
+                total = int(response.headers.get("Content-Length", 0)) or None
+                with tqdm(total=total, unit="B", unit_scale=True, desc="spa-eng.zip") as bar:
+                    while chunk := response.read(1 << 16):
+                        out.write(chunk)
+                        hasher.update(chunk)
+                        bar.update(len(chunk))
+            digest = hasher.hexdigest()
+            if sha256 and digest != sha256:
+                raise CorpusNotFoundError(f"downloaded spa-eng.zip has sha256 {digest}, expected {sha256}")
+            out.flush()
+            try:
+                with zipfile.ZipFile(out.name) as archive:  # raises BadZipFile on a truncated download
+                    damaged = archive.testzip() is not None or not any(n.endswith("spa.txt") for n in archive.namelist())
+            except zipfile.BadZipFile:
+                damaged = True
+            if damaged:
+                raise CorpusNotFoundError("downloaded spa-eng.zip is damaged or holds no spa.txt")
     except OSError as error:
-        partial.unlink(missing_ok=True)
         raise CorpusNotFoundError(f"{_where_to_put_it(target)} (download failed: {error})") from error
-    digest = hashlib.sha256(partial.read_bytes()).hexdigest()
-    if sha256 and digest != sha256:
-        partial.unlink()
-        raise CorpusNotFoundError(f"downloaded spa-eng.zip has sha256 {digest}, expected {sha256}")
-    with zipfile.ZipFile(partial) as archive:  # raises BadZipFile on a truncated download
-        if archive.testzip() is not None or not any(n.endswith("spa.txt") for n in archive.namelist()):
-            partial.unlink()
-            raise CorpusNotFoundError("downloaded spa-eng.zip is damaged or holds no spa.txt")
-    partial.rename(target)
     log.info("downloaded %s (sha256 %s)", target, digest)
     return target
 

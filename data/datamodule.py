@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 import lightning as L
@@ -25,7 +26,7 @@ from data.corpus import DEFAULT_CACHE, ParseReport, clean_pairs, load_pairs, loc
 from data.device_batches import DeviceBatches
 from data.sampler import TokenBucketBatchSampler, pad_batch
 from data.splits import split_pairs
-from data.tokenizer import TranslationTokenizer, tokenizer_fingerprint, truncate_source
+from data.tokenizer import MIN_VOCAB_SIZE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1  # bump when the cached format changes
@@ -58,6 +59,34 @@ def column(split, name: str) -> list:
     return split.with_format("arrow")[name].to_pylist()
 
 
+def data_problems(settings: Mapping, prefix: str = "") -> list[str]:
+    """What ``TranslationDataModule`` refuses among ``settings`` (its arguments), one phrase each, keys
+    written with ``prefix`` (``data.`` in train.py's check of a whole config)."""
+    problems = []
+    for key in ("vocab_size", "max_tokens", "max_sentence_len"):
+        value = settings.get(key, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            problems.append(f"{prefix}{key}={value!r} must be a whole number >= 1")
+    vocab_size = settings.get("vocab_size", MIN_VOCAB_SIZE)
+    if not problems and vocab_size < MIN_VOCAB_SIZE:
+        problems.append(f"{prefix}vocab_size={vocab_size} is below {MIN_VOCAB_SIZE} (the 256 byte symbols of "
+                        f"byte-level BPE and the special tokens)")
+    limit = settings.get("limit_pairs")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        problems.append(f"{prefix}limit_pairs={limit!r} must be a whole number >= 1, or null for every pair")
+    for key in ("val_fraction", "test_fraction"):
+        share = settings.get(key, 0.02)
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share < 0.5:
+            problems.append(f"{prefix}{key}={share!r} must be a share between 0 and 0.5")
+    if not problems and settings.get("max_tokens", 4096) <= settings.get("max_sentence_len", 128):
+        problems.append(f"{prefix}max_tokens={settings.get('max_tokens', 4096)} cannot hold one pair of "
+                        f"{prefix}max_sentence_len={settings.get('max_sentence_len', 128)} tokens")
+    on_device = settings.get("on_device", "auto")
+    if on_device not in (True, False, "auto"):
+        problems.append(f"{prefix}on_device={on_device!r} must be true, false or auto")
+    return problems
+
+
 class TranslationDataModule(L.LightningDataModule):
     """English→Spanish data for training, validation (multi-reference) and test."""
 
@@ -85,12 +114,12 @@ class TranslationDataModule(L.LightningDataModule):
     ) -> None:
         super().__init__()
         self.save_hyperparameters(logger=False)
+        if problems := data_problems(self.hparams):
+            raise ValueError("; ".join(problems))
         self.cache_dir = Path(cache_dir or DEFAULT_CACHE).expanduser()  # the setting, as a path
         self.tokenizer: TranslationTokenizer | None = None
         self.splits: DatasetDict | None = None
         self.report: ParseReport | None = None
-        if on_device not in (True, False, "auto"):
-            raise ValueError(f"on_device must be true, false or auto, got {on_device!r}")
 
     # -- building the cache -------------------------------------------------------------
     def _source_description(self) -> dict:

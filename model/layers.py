@@ -93,7 +93,8 @@ class DecoderLayer(nn.Module):
         need_weights: bool = False,
         causal: bool = True,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        """y: (B, T, d_model), memory: (B, S, d_model). Returns y, the self- and the cross-attention
+        """y: (B, T, d_model), memory: (B, S, d_model) or one row per group of rows of y (B / k, S, d_model,
+        the hypotheses of one sentence in beam search). Returns y, the self- and the cross-attention
         weights ((B, H, T, T) and (B, H, T, S) with ``need_weights``, else None; cross None without it).
 
         Target padding needs no mask here: targets are right-padded, so under the causal
@@ -106,8 +107,12 @@ class DecoderLayer(nn.Module):
         cross_weights = None
         if self.cross_attn is not None:
             h = self.cross_block.norm_in(y)
-            out, cross_weights = self.cross_attn(h, memory, memory, key_padding_mask=memory_padding_mask,
+            # Beam search shares a sentence's memory row among its k hypotheses (rows b·k … b·k+k-1 read
+            # memory row b): their queries go in together, (B·k, T, d) -> (B, k·T, d). Cross-attention
+            # has no mask between queries, so each query still sees exactly its own sentence.
+            queries = h.reshape(memory.size(0), -1, h.size(-1)) if memory.size(0) != h.size(0) else h
+            out, cross_weights = self.cross_attn(queries, memory, memory, key_padding_mask=memory_padding_mask,
                                                  need_weights=need_weights, cache=cross_cache)
-            y = self.cross_block.add(y, out)
+            y = self.cross_block.add(y, out.reshape(h.shape))
         y = self.ff_block.add(y, self.feed_forward(self.ff_block.norm_in(y)))
         return y, self_weights, cross_weights

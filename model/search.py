@@ -76,7 +76,7 @@ def search(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
     if config.beam_size == 1:
         tokens = greedy_decode(model, src, bos_id, eos_id, config)
     else:
-        tokens, _ = beam_search(model, src, bos_id, eos_id, config)
+        tokens, _ = beam_search(model, src, bos_id, eos_id, config)  # the best alone: sentences end once it is decided
     return produced_ids(tokens, eos_id, model.pad_id)
 
 
@@ -148,7 +148,7 @@ def beam_search(
     config: SearchConfig = SearchConfig(),
 ) -> tuple[Tensor, Tensor]:
     """src (B, S) -> best tokens (B, T) (as ``greedy_decode``) and their normalized scores (B,)."""
-    tokens, scores = beam_hypotheses(model, src, bos_id, eos_id, config)
+    tokens, scores = beam_hypotheses(model, src, bos_id, eos_id, config, best_only=True)
     return tokens[:, 0], scores[:, 0]
 
 
@@ -159,49 +159,99 @@ def beam_hypotheses(
     bos_id: int,
     eos_id: int,
     config: SearchConfig = SearchConfig(),
+    best_only: bool = False,
 ) -> tuple[Tensor, Tensor]:
     """src (B, S) -> all ``beam_size`` hypotheses (B, k, T), best first, and their normalized scores (B, k).
 
     Finished hypotheses stay in the beam, frozen: they can only extend with padding at no
-    cost, so they compete with the live ones until the end. With ``beam_size=1`` this is
-    exactly greedy decoding.
+    cost, so they compete with the live ones until their sentence ends, when all k have
+    finished; its rows then leave the batch. With ``beam_size=1`` this is exactly greedy decoding.
+    Each source is encoded once; its k hypotheses share its memory (``DecoderLayer``).
+
+    ``best_only``: a sentence also ends as soon as its best hypothesis is decided (``decided``); the
+    first hypothesis is then exactly the one the whole search would give, the others are left unfinished.
     """
     pad_id, batch, k = model.pad_id, src.size(0), config.beam_size
     device = src.device
-    limits = output_limits(src, pad_id, config, model.max_len).repeat_interleave(k)  # (B·k,)
-    # Every source row is repeated k times: row b*k + j is hypothesis j of sentence b.
-    src = src.repeat_interleave(k, dim=0)  # (B·k, S)
-    memory = model.encode(src)
+    limits = output_limits(src, pad_id, config, model.max_len)  # (B,)
+    memory = model.encode(src)  # (B, S, d_model): once per sentence, not once per hypothesis
     cache = model.new_cache()
+    sentence = torch.arange(batch, device=device)  # the input row of each sentence still searched
+    # Row b*k + j of the hypothesis tensors is hypothesis j of (still searched) sentence b.
     tokens = torch.full((batch * k, 1), bos_id, dtype=torch.long, device=device)
     scores = torch.zeros(batch, k, device=device)
     scores[:, 1:] = float("-inf")  # all k hypotheses start identical: keep only one alive
     finished = torch.zeros(batch * k, dtype=torch.bool, device=device)
     lengths = torch.zeros(batch * k, device=device)
-    # A finished hypothesis may only continue with PAD, at log-probability 0.
-    frozen = torch.full((model.tgt_vocab_size,), float("-inf"), device=device)
-    frozen[pad_id] = 0.0
+    ended: list[tuple[Tensor, Tensor, Tensor, Tensor]] = []  # (sentences, tokens, scores, lengths) as they end
     for step in range(int(limits.max())):
-        logits = model.decode(tokens[:, -1:], memory, src, cache)[:, -1].float()
-        log_probs = logits.log_softmax(dim=-1)  # (B·k, vocab)
-        log_probs = torch.where(finished[:, None], frozen, log_probs)
-        vocab = log_probs.size(-1)
-        candidates = (scores.view(-1, 1) + log_probs).view(batch, k * vocab)  # (B, k·vocab)
+        searched = scores.size(0)
+        logits = model.decode(tokens[:, -1:], memory, src, cache)[:, -1].float()  # (B·k, vocab)
+        # Score of every continuation: the hypothesis's score + the token's log-probability (in place: at
+        # (B·k, vocab) every pass over memory counts). A finished hypothesis may only continue with PAD, at no cost.
+        candidates = logits.log_softmax(dim=-1).add_(scores.view(-1, 1))
+        if finished.any():
+            candidates[finished] = float("-inf")
+            candidates[finished, pad_id] = scores.view(-1)[finished]
+        vocab = candidates.size(-1)
+        candidates = candidates.view(searched, k * vocab)  # (B, k·vocab)
         scores, flat_index = candidates.topk(k, dim=-1)  # (B, k)
-        origin = flat_index // vocab + torch.arange(batch, device=device)[:, None] * k  # (B, k)
+        origin = flat_index // vocab + torch.arange(searched, device=device)[:, None] * k  # (B, k)
         origin, next_token = origin.view(-1), (flat_index % vocab).view(-1)
         cache.reorder(origin)
         finished, lengths = finished[origin], lengths[origin]
         lengths = lengths + (~finished).float()  # EOS counts, padding does not
         tokens = torch.cat([tokens[origin], next_token[:, None]], dim=1)
         # Ended, or at its sentence's own length limit (hypotheses stay within their sentence's rows).
-        finished = finished | (next_token == eos_id) | (limits <= step + 1)
-        if finished.all():
+        finished = finished | (next_token == eos_id) | (limits.repeat_interleave(k) <= step + 1)
+        done = finished.view(searched, k).all(dim=1)  # (B,): sentences whose k hypotheses all ended
+        if best_only:
+            done |= decided(scores, finished.view(searched, k), lengths.view(searched, k), limits, config.length_penalty)
+        if not done.any():
+            continue
+        ended.append((sentence[done], tokens.view(searched, k, -1)[done], scores[done], lengths.view(searched, k)[done]))
+        if done.all():
             break
-    normalized = scores / length_penalty_factor(lengths.view(batch, k), config.length_penalty)
+        # The ended sentences leave the batch: the rest decode without them.
+        kept = (~done).nonzero().squeeze(1)  # (B',)
+        rows = (kept[:, None] * k + torch.arange(k, device=device)).view(-1)  # (B'·k,)
+        cache.keep(rows, kept)
+        memory, src, limits, sentence, scores = memory[kept], src[kept], limits[kept], sentence[kept], scores[kept]
+        tokens, finished, lengths = tokens[rows], finished[rows], lengths[rows]
+    return ranked_hypotheses(ended, batch, k, pad_id, config.length_penalty)
+
+
+def decided(scores: Tensor, finished: Tensor, lengths: Tensor, limits: Tensor, alpha: float) -> Tensor:
+    """(B,) True where no hypothesis still going can change the beam's best: the best finished one, by
+    length-normalized score, can neither be overtaken nor pushed out of the beam.
+
+    Scores only fall as a hypothesis grows (log-probabilities are <= 0), so the highest raw score
+    among live hypotheses, ``live``, bounds every descendant's. It cannot push out the best finished
+    one (the beam keeps the k highest raw scores) if ``live`` < its raw score; it cannot overtake it
+    if even at the longest allowed length, where the length penalty helps most, ``live`` / lp(limit)
+    < its normalized score. Arguments: (B, k) scores, finished, lengths; (B,) length limits.
+    """
+    normalized = (scores / length_penalty_factor(lengths, alpha)).masked_fill(~finished, float("-inf"))
+    best_normalized, best = normalized.max(dim=1)  # (B,)
+    best_raw = scores.gather(1, best[:, None]).squeeze(1)
+    live = scores.masked_fill(finished, float("-inf")).max(dim=1).values  # (B,); -inf when none is live
+    ceiling = live / length_penalty_factor(limits.float(), alpha)
+    return finished.any(dim=1) & (live < best_raw) & (ceiling < best_normalized)
+
+
+def ranked_hypotheses(ended: list[tuple[Tensor, Tensor, Tensor, Tensor]], batch: int, k: int, pad_id: int,
+                      alpha: float) -> tuple[Tensor, Tensor]:
+    """The sentences' beams as they ended, back in input order: hypotheses (B, k, T) without BOS,
+    padded, best first by length-normalized score, and those scores (B, k)."""
+    longest = max(tokens.size(-1) for _, tokens, _, _ in ended) - 1
+    device = ended[0][1].device
+    hypotheses = torch.full((batch, k, longest), pad_id, dtype=torch.long, device=device)
+    normalized = torch.empty(batch, k, device=device)
+    for sentences, tokens, scores, lengths in ended:
+        hypotheses[sentences, :, : tokens.size(-1) - 1] = tokens[..., 1:]  # BOS dropped
+        normalized[sentences] = scores / length_penalty_factor(lengths, alpha)
     # Best first; among equal scores the earlier hypothesis, as argmax would pick it.
     order = normalized.sort(dim=-1, descending=True, stable=True).indices  # (B, k)
-    hypotheses = tokens[:, 1:].view(batch, k, -1)  # (B, k, T), BOS dropped
     return hypotheses.gather(1, order[..., None].expand_as(hypotheses)), normalized.gather(1, order)
 
 

@@ -8,6 +8,7 @@ Plain ``nn.Module``: token ids in, logits out. Padding masks come from ``pad_id`
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
@@ -21,15 +22,27 @@ from model.layers import DecoderLayer, EncoderLayer
 
 @dataclass
 class DecoderCache:
-    """Per-layer KV caches for incremental decoding, plus how many target steps are cached."""
+    """Per-layer KV caches for incremental decoding, plus how many target steps are cached.
+
+    Self-attention caches hold one row per hypothesis; cross-attention caches one row per memory
+    row, which the k hypotheses of a sentence share in beam search.
+    """
 
     self_attn: list[KVCache]
     cross_attn: list[KVCache]
     steps: int = 0
 
-    def reorder(self, batch_index: Tensor) -> None:
-        for cache in self.self_attn + self.cross_attn:
-            cache.reorder(batch_index)
+    def reorder(self, rows: Tensor) -> None:
+        """Follow beam search: hypothesis i continues hypothesis ``rows[i]`` of the same sentence, so only
+        the self-attention caches move (the sentence's memory stays where it is)."""
+        for cache in self.self_attn:
+            cache.reorder(rows)
+
+    def keep(self, rows: Tensor, sentences: Tensor) -> None:
+        """Drop what ended: keep these hypothesis rows and these memory rows (their sentences)."""
+        self.reorder(rows)
+        for cache in self.cross_attn:
+            cache.reorder(sentences)
 
 
 @dataclass
@@ -39,6 +52,29 @@ class AttentionMaps:
     encoder_self: list[Tensor] = field(default_factory=list)
     decoder_self: list[Tensor] = field(default_factory=list)
     cross: list[Tensor] = field(default_factory=list)
+
+
+SIZES = ("d_model", "num_heads", "num_encoder_layers", "num_decoder_layers", "d_ff", "max_len")
+
+
+def _whole_number_problems(settings: Mapping, keys: tuple[str, ...], prefix: str = "") -> list[str]:
+    """``key=value must be a whole number >= 1`` for each of ``keys`` that is not one (bool is not)."""
+    return [f"{prefix}{key}={settings[key]!r} must be a whole number >= 1" for key in keys
+            if key in settings and (isinstance(settings[key], bool) or not isinstance(settings[key], int)
+                                    or settings[key] < 1)]
+
+
+def shape_problems(settings: Mapping, prefix: str = "") -> list[str]:
+    """What cannot build a ``Seq2SeqTransformer`` among ``settings`` (its arguments), one phrase each,
+    keys written with ``prefix`` (``model.`` in train.py's check of a whole config)."""
+    problems = _whole_number_problems(settings, SIZES, prefix)
+    dropout = settings.get("dropout", 0.0)
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+        problems.append(f"{prefix}dropout={dropout!r} must be in [0, 1)")
+    if not problems and settings.get("d_model", 256) % settings.get("num_heads", 4):
+        problems.append(f"{prefix}d_model={settings.get('d_model', 256)} is not divisible by "
+                        f"{prefix}num_heads={settings.get('num_heads', 4)}")
+    return problems
 
 
 class Seq2SeqTransformer(nn.Module):
@@ -64,6 +100,10 @@ class Seq2SeqTransformer(nn.Module):
         cross_attention: bool = True,
     ) -> None:
         super().__init__()
+        problems = shape_problems(dict(d_model=d_model, num_heads=num_heads, num_encoder_layers=num_encoder_layers,
+                                       num_decoder_layers=num_decoder_layers, d_ff=d_ff, max_len=max_len, dropout=dropout))
+        if problems:
+            raise ValueError("; ".join(problems))
         if share_embeddings and src_vocab_size != tgt_vocab_size:
             raise ValueError("share_embeddings needs one joint vocabulary (src_vocab_size == tgt_vocab_size)")
         self.pad_id, self.max_len = pad_id, max_len
@@ -136,6 +176,9 @@ class Seq2SeqTransformer(nn.Module):
         causal: bool = True,
     ) -> Tensor:
         """tgt_in (B, T), memory (B, S, d), src (B, S) -> logits (B, T, tgt_vocab).
+
+        ``memory`` and ``src`` may instead hold one row per group of k consecutive rows of ``tgt_in``
+        ((B / k, S, d) and (B / k, S)): the k hypotheses of a sentence in beam search read its one memory row.
 
         With ``cache``, ``tgt_in`` holds only the new steps; earlier steps' keys/values
         are read from the cache, and positions continue from ``cache.steps``.

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import platform
 import statistics
 import subprocess
 import sys
@@ -40,7 +39,7 @@ from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
 from model.search import SearchConfig, greedy_decode, search
-from model.training.precision import choose_precision
+from model.training.precision import choose_precision, machine_name
 from model.training.translation_module import label_smoothed_loss
 from model.transformer import Seq2SeqTransformer
 from torch_peer import TorchTransformer  # scripts/torch_peer.py, beside this file
@@ -58,13 +57,6 @@ OP_KINDS = [
     ("layer norm", ("layer_norm",)),
     ("optimizer (AdamW)", ("adamw", "_foreach", "lerp", "addcdiv", "addcmul")),
 ]
-
-
-def cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []:
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
 
 
 def default_config(overrides: list[str] | None = None):
@@ -200,14 +192,14 @@ def main() -> None:
     torch.manual_seed(0)
     cfg = default_config()
     if args.decode_only:
-        print(f"{cpu_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
+        print(f"{machine_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
         return decoding_against(cfg, args.against, 200 if args.quick else args.sentences, 1 if args.quick else 3)
     shape = {k: cfg.model[k] for k in SHAPE_KEYS}
     vocab, dropout = cfg.data.vocab_size, cfg.model.dropout
     fused = bool(cfg.optim.optimizer.get("fused", False))
     precision = choose_precision("cpu") if cfg.trainer.precision == "auto" else cfg.trainer.precision
     bf16 = precision.startswith("bf16")
-    print(f"{cpu_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
+    print(f"{machine_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
     print(f"default: {shape}, vocab {vocab}, dropout {dropout}, AdamW fused={fused}, precision {precision}")
 
     # Batches of one length bucket (~12 tokens a sentence): the peer's ~4,096 tokens per side, and

@@ -2,7 +2,7 @@
 how many outputs are identical to ours — from ONE run.
 
     python scripts/export_split.py --split test --out /tmp/test
-    python scripts/benchmark_ctranslate2.py outputs/default_run /tmp/test.en /tmp/test.refs.jsonl
+    python scripts/benchmark_ctranslate2.py outputs/default_run /tmp/test.en /tmp/test.refs.jsonl [--ids ours.json]
 
 Each engine translates the whole file in batches of 64 with the run's length limits, greedy and
 with beam 5 (the run's length penalty; CTranslate2's formula differs, see translate.py --help).
@@ -13,12 +13,15 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import replace
+from datetime import date
 from pathlib import Path
 
-from model.inference.ctranslate2_engine import CTranslate2Engine
-from model.inference.export import export_ctranslate2
+import torch
+
 from model.inference.translator import Translator
 from model.training.metrics import corpus_scores
+from model.training.precision import machine_name
 
 
 def main() -> None:
@@ -26,19 +29,20 @@ def main() -> None:
     parser.add_argument("run", help="a run folder made by train.py")
     parser.add_argument("lines", type=Path, help="English sentences, one a line")
     parser.add_argument("refs", type=Path, help="their references, one JSON list a line (scripts/export_split.py)")
+    parser.add_argument("--ids", type=Path, help="our output ids as JSON: compared with if the file exists, else "
+                        "written (the same outputs before and after a change to the search)")
     args = parser.parse_args()
     lines = args.lines.read_text(encoding="utf-8").splitlines()
     refs = [json.loads(line) for line in args.refs.read_text(encoding="utf-8").splitlines()]
-    ours = Translator.load(args.run)
-    folder = Path(args.run) / "ctranslate2"
-    engines = {"ours (PyTorch fp32)": ours,
-               "CTranslate2 float32": CTranslate2Engine.load(args.run, compute_type="float32"),
-               "CTranslate2 int8": CTranslate2Engine(ours, export_ctranslate2(args.run, folder.with_name("ctranslate2_int8"),
-                                                                            "int8"), compute_type="int8")}
-    print(f"{len(lines)} sentences, batches of 64; identical = the same output ids as ours")
+    ours = Translator.load(args.run)  # the checkpoint is read once; the engines share the loaded run
+    engines = {"ours (PyTorch fp32)": ours, "CTranslate2 float32": ours.using("ctranslate2", "float32"),
+               "CTranslate2 int8": ours.using("ctranslate2", "int8")}  # quantized as CTranslate2 loads it
+    print(f"{machine_name()}, torch {torch.__version__}, {torch.get_num_threads()} threads, {date.today()}")
+    print(f"{len(lines)} sentences, length-sorted batches of 64; identical = the same output ids as ours")
     print(f"{'engine':22} {'search':7} {'sentences/s':>12} {'vs ours':>8} {'BLEU':>6} {'identical':>10}")
+    ours_ids, rates = {}, {}
     for beam_size in (1, 5):
-        config = ours.settings.search.__class__(**{**ours.settings.search.__dict__, "beam_size": beam_size})
+        config = replace(ours.settings.search, beam_size=beam_size)
         reference = None
         for name, engine in engines.items():
             engine.translate(lines[:64], config)  # warm-up
@@ -46,11 +50,21 @@ def main() -> None:
             results = engine.translate(lines, config)
             rate = len(lines) / (time.perf_counter() - start)
             reference = reference or (results, rate)
+            rates[name, beam_size] = rate
+            ours_ids[str(beam_size)] = ours_ids.get(str(beam_size)) or [t.output_ids for t in results]
             same = sum(a.output_ids == b.output_ids for a, b in zip(results, reference[0]))
             bleu = corpus_scores([t.text for t in results], refs).bleu
             search = "greedy" if beam_size == 1 else f"beam {beam_size}"
             print(f"{name:22} {search:7} {rate:12.1f} {rate / reference[1]:7.2f}x {bleu:6.2f} "
                   f"{same / len(lines):9.1%}")
+    print(f"ours / CTranslate2 float32, beam 5: {rates['ours (PyTorch fp32)', 5] / rates['CTranslate2 float32', 5]:.2f}x")
+    if args.ids and args.ids.is_file():
+        saved = json.loads(args.ids.read_text())
+        for beam, ids in ours_ids.items():
+            same = sum(a == b for a, b in zip(ids, saved[beam]))
+            print(f"ours, beam {beam}: {same} of {len(ids)} outputs identical to {args.ids}")
+    elif args.ids:
+        args.ids.write_text(json.dumps(ours_ids))
 
 
 if __name__ == "__main__":

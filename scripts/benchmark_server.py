@@ -21,6 +21,7 @@ import sys
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +51,7 @@ def main() -> None:
     sentences = sentences[: args.sentences]
 
     from model.inference.translator import Translator
+    from model.training.precision import machine_name
 
     translator = Translator.load(args.run)
     translator.translate(sentences[:64])  # warm-up
@@ -63,8 +65,8 @@ def main() -> None:
         for chunk in chunks:
             translator.translate(chunk, batch_size=batch_size)
         rates[name] = len(sentences) / (time.perf_counter() - start)
-    file_rate = rates["sorted 64"]
-    del translator
+    file_rate, search = rates["sorted 64"], translator.settings.search
+    del translator  # the server loads its own
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -83,8 +85,7 @@ def main() -> None:
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=60)
-    search = Translator.load(args.run).settings.search
-    print(f"{len(sentences)} sentences, search {search}, one sentence per request")
+    print(f"{machine_name()}, {date.today()}: {len(sentences)} sentences, search {search}, one sentence per request")
     print(f"   file-to-file (Translator, batches of 64)   {file_rate:7.1f} sentences/s   1.00x")
     print(f"   file-to-file, batches of 16                {rates['sorted 16']:7.1f} sentences/s   "
           f"{rates['sorted 16'] / file_rate:.2f}x")

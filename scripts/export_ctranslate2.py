@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from model.inference.export import QUANTIZATIONS, export_ctranslate2
 from model.inference.run_folder import RunLoadError
+from model.inference.translator import Translator
 
 
 def main() -> int:
@@ -25,7 +27,9 @@ def main() -> int:
                         help="weights' type in the folder (int8: 4x smaller, faster on a CPU)")
     args = parser.parse_args()
     try:
-        folder = export_ctranslate2(args.run, args.out, args.quantization)
+        run = Translator.load(args.run, device="cpu")
+        folder = Path(args.out) if args.out else run.files.folder / "ctranslate2"
+        export_ctranslate2(run.model, run.tokenizer, run.files.checkpoint, folder, args.quantization)
     except RunLoadError as error:
         print(f"export_ctranslate2.py: {error}", file=sys.stderr)
         return 1

@@ -1,5 +1,7 @@
 """data/corpus.py: locating and parsing the corpus, with every skipped line accounted for."""
 
+import hashlib
+import io
 import threading
 import time
 import unicodedata
@@ -102,6 +104,32 @@ def test_two_first_runs_download_once(tmp_path, monkeypatch):
     for thread in threads:
         thread.join()
     assert len(downloads) == 1 and found == [tmp_path / "cache" / "spa-eng.zip"] * 2
+
+
+class Response(io.BytesIO):
+    """What ``urllib.request.urlopen`` answers, for bytes at hand."""
+
+    headers = {}
+
+
+def test_a_download_is_kept_only_when_whole(tmp_path, monkeypatch):
+    # The network stands in: a response whose bytes are a good zip, then one cut short.
+    archive = tmp_path / "good.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("spa-eng/spa.txt", "Go.\tVe.\n")
+    good = archive.read_bytes()
+    target = tmp_path / "cache" / "spa-eng.zip"
+    for body, whole in ((good[: len(good) // 2], False), (good, True)):
+        monkeypatch.setattr(corpus.urllib.request, "urlopen", lambda *a, body=body, **k: Response(body))
+        if whole:
+            assert corpus._download(target, hashlib.sha256(good).hexdigest()) == target
+            assert target.read_bytes() == good
+        else:
+            with pytest.raises(CorpusNotFoundError, match="damaged or holds no spa.txt"):
+                corpus._download(target, None)
+            with pytest.raises(CorpusNotFoundError, match="has sha256"):
+                corpus._download(target, "0" * 64)
+            assert list(target.parent.iterdir()) == []  # nothing half-downloaded under any name
 
 
 def test_a_byte_order_mark_is_dropped(tmp_path):

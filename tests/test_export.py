@@ -1,12 +1,14 @@
-"""model/inference/export.py and ctranslate2_engine.py: a run exported to CTranslate2 translates as ours does."""
+"""model/inference/export.py and search_backends.py: a run exported to CTranslate2 translates as ours does."""
 
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 from helpers import ROOT, explorer_data, tiny_model
-from model.inference.ctranslate2_engine import CTranslate2Engine
+import torch
+
 from model.inference.export import export_ctranslate2, exportable
 from model.inference.run_folder import RunLoadError
 from model.inference.translator import Translator
@@ -17,36 +19,61 @@ SENTENCES = ["I like cats.", "Where is the station?", "Tom is very tall.", "It i
 
 
 @pytest.fixture(scope="module")
-def exported(smoke_run, tmp_path_factory):
-    return export_ctranslate2(smoke_run, tmp_path_factory.mktemp("ct2") / "float32")
+def ours(smoke_run):
+    return Translator.load(smoke_run)
+
+
+@pytest.fixture(scope="module")
+def exported(ours, tmp_path_factory):
+    return export_ctranslate2(ours.model, ours.tokenizer, ours.files.checkpoint, tmp_path_factory.mktemp("ct2") / "float32")
 
 
 @pytest.fixture(scope="module")
 def engine(exported):
-    return CTranslate2Engine.load(exported, compute_type="float32")
+    return Translator.load(exported, engine="ctranslate2", compute_type="float32")  # run= an exported folder
 
 
 @pytest.mark.parametrize("config", [SearchConfig(beam_size=1), SearchConfig(beam_size=3, length_penalty=0.0)],
                          ids=["greedy", "beam3-no-length-penalty"])
-def test_the_same_translations_as_ours_in_float32(smoke_run, engine, config):
+def test_the_same_translations_as_ours_in_float32(ours, engine, config):
     # Greedy, and beam search where the two length penalties agree (alpha 0: raw log-probability).
-    ours = Translator.load(smoke_run).translate(SENTENCES, config)
+    mine = ours.translate(SENTENCES, config)
     theirs = engine.translate(SENTENCES, config)
-    assert [t.output_ids for t in theirs] == [t.output_ids for t in ours]
-    assert [t.text for t in theirs] == [t.text for t in ours] and theirs[8].text == ""  # empty stays empty
+    assert [t.output_ids for t in theirs] == [t.output_ids for t in mine]
+    assert [t.text for t in theirs] == [t.text for t in mine] and theirs[8].text == ""  # empty stays empty
+    # Its n-best through the same pipeline: the beam's hypotheses, best first, the best being the translation
+    # (the others may differ: CTranslate2 sets finished hypotheses aside, ours keep their places in the beam).
+    n_best = engine.n_best(theirs[0], config)
+    assert len(n_best) == config.beam_size and n_best[0][0] == theirs[0].text
+    assert all(isinstance(score, float) for _, score in n_best)
 
 
-def test_the_folder_says_where_it_came_from_and_int8_translates(smoke_run, exported, tmp_path):
+def test_the_folder_says_where_it_came_from_and_int8_translates(ours, exported, tmp_path):
     assert (exported / "model.bin").is_file() and "final.ckpt" in (exported / "README.md").read_text()
-    int8 = CTranslate2Engine.load(export_ctranslate2(smoke_run, tmp_path / "int8", "int8"))
+    folder = export_ctranslate2(ours.model, ours.tokenizer, ours.files.checkpoint, tmp_path / "int8", "int8")
+    int8 = Translator.load(folder, engine="ctranslate2")
     assert len(int8.translate(SENTENCES)) == len(SENTENCES)
     assert (tmp_path / "int8" / "model.bin").stat().st_size < (exported / "model.bin").stat().st_size
+
+
+def test_one_checkpoint_read_for_both_engines(smoke_run, tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    shutil.copytree(smoke_run, run, ignore=shutil.ignore_patterns("ctranslate2*"))
+    reads = []
+    real_load = torch.load
+    monkeypatch.setattr(torch, "load", lambda *a, **k: reads.append(a[0]) or real_load(*a, **k))
+    translator = Translator.load(run, engine="ctranslate2")  # exports the run first
+    assert len(reads) == 1 and (run / "ctranslate2" / "model.bin").is_file()
+    ours = translator.using("ours")  # the other engine on the same loaded run: nothing read again
+    assert len(reads) == 1 and ours.model is translator.model
+    assert ours.translate(["I like cats."], SearchConfig(beam_size=1))[0].output_ids == \
+        translator.translate(["I like cats."], SearchConfig(beam_size=1))[0].output_ids
 
 
 def test_what_cannot_be_converted_is_refused_in_one_line(tmp_path):
     blind = tiny_model(cross_attention=False, positional="none")
     with pytest.raises(RunLoadError, match=r"cannot export to CTranslate2: cross_attention=false .*; positional=none"):
-        exportable(blind, {"cross_attention": False, "positional": "none"})
+        exportable(blind)
     result = subprocess.run([sys.executable, "scripts/export_ctranslate2.py", str(tmp_path / "nowhere")], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 1 and result.stderr.count("\n") == 1 and "no such run folder" in result.stderr

@@ -164,3 +164,32 @@ def test_the_beams_hypotheses_come_best_first_with_their_own_scores(model, sourc
         lengths = (hypotheses[:, j] != PAD).sum(1).float()
         own = sequence_log_prob(model, sources, hypotheses[:, j], BOS, EOS) / length_penalty_factor(lengths, 0.6)
         torch.testing.assert_close(scores[:, j], own, atol=1e-4, rtol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def varied_sources():
+    """40 sources of 1 to 20 tokens: sentences end at many different steps."""
+    torch.manual_seed(5)
+    lengths = torch.randint(1, 21, (40,))
+    src = torch.full((40, 21), PAD)
+    for i, n in enumerate(lengths.tolist()):
+        src[i, :n] = torch.randint(3, 30, (n,))
+        src[i, n] = EOS
+    return src
+
+
+@pytest.mark.parametrize("beam_size,alpha", [(1, 0.6), (2, 0.0), (5, 0.6), (8, 1.0)])
+def test_the_same_hypotheses_as_the_plain_beam_search(ending_model, varied_sources, beam_size, alpha):
+    # The plain algorithm (tests/frozen_search.py: source repeated k times, every cache re-gathered, the batch
+    # run to its last sentence) against ours: the same hypotheses in the same order, token for token.
+    from frozen_search import plain_beam_hypotheses
+
+    config = SearchConfig(beam_size=beam_size, length_penalty=alpha)
+    tokens, scores = beam_hypotheses(ending_model, varied_sources, BOS, EOS, config)
+    plain_tokens, plain_scores = plain_beam_hypotheses(ending_model, varied_sources, BOS, EOS, config)
+    ids = [produced_ids(sentence, EOS, PAD) for sentence in tokens]
+    assert ids == [produced_ids(sentence, EOS, PAD) for sentence in plain_tokens]
+    torch.testing.assert_close(scores, plain_scores, rtol=1e-5, atol=1e-6)
+    best = [hypotheses[0] for hypotheses in ids]
+    assert len({len(output) for output in best}) > 2 and any(EOS in output for output in best)  # ended apart
+    assert search(ending_model, varied_sources, BOS, EOS, config) == best

@@ -94,24 +94,30 @@ def test_concurrent_requests_share_batches_and_get_their_own_answers(client, tra
 
 def test_a_request_that_leaves_changes_nothing_for_the_others(translator):
     import asyncio
+    import threading
 
-    from model.inference.server import Batcher
+    from model.inference.batcher import Batcher
 
     config = SearchConfig(beam_size=2)
     expected = [t.text for t in translator.translate(SENTENCES, config)]
+    batcher = Batcher(translator, window=0.1)
+    model = threading.Thread(target=batcher.run)
+    model.start()
 
     async def scenario() -> list[str]:
-        batcher = Batcher(translator, window=0.1)
-        worker = asyncio.create_task(batcher.run())
         leaving = asyncio.create_task(batcher.translate(["I leave before the answer."], config))
         staying = [asyncio.create_task(batcher.translate([line], config)) for line in SENTENCES]
         await asyncio.sleep(0.01)
         leaving.cancel()  # the client disconnects while its request waits in the batch
         answers = await asyncio.gather(*staying)
-        worker.cancel()
         return [answer[0].text for answer in answers]
 
-    assert asyncio.run(scenario()) == expected
+    try:
+        assert asyncio.run(scenario()) == expected
+    finally:
+        batcher.stop()
+        model.join()
+    assert batcher.batches == 1  # the line of the request that left was never translated
 
 
 def test_the_page_is_self_contained(client):
@@ -127,14 +133,14 @@ def post(port: int, body: dict, timeout: float = 60) -> dict:
 
 
 @contextlib.contextmanager
-def serving(run):
+def serving(run, *options: str):
     """``translate.py run=RUN serve=true`` on a free local port, answering; Ctrl-C at the end.
     Yields the port and, once stopped, fills ``ended`` with (exit code, stdout, stderr)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = subprocess.Popen([sys.executable, str(ROOT / "translate.py"), f"run={run}", "serve=true",
-                                f"port={port}"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                f"port={port}", *options], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     ended = []
     try:
@@ -174,6 +180,16 @@ def test_a_bounded_load_gets_every_answer_right(smoke_run, translator):
         assert all(all(answers) for answers in warm + loaded)  # 640 answers, each its own request's
         assert resident_kib(pid) < 1.25 * memory  # flat: the second round holds on to nothing
     assert ended[0] in (0, 130)
+
+
+def test_the_server_searches_with_ctranslate2_when_asked(smoke_run, translator):
+    # engine= for serve=true: the same pipeline, CTranslate2's search (greedy: our very outputs).
+    expected = [t.text for t in translator.translate(SENTENCES, SearchConfig(beam_size=1))]
+    with serving(smoke_run, "engine=ctranslate2") as (port, ended, _):
+        assert post(port, {"lines": SENTENCES, "beam_size": 1})["translations"] == expected
+        n_best = post(port, {"lines": ["I like cats."], "beam_size": 3, "n_best": True})["n_best"]
+        assert len(n_best) == 3
+    assert ended[0] in (0, 130) and (smoke_run / "ctranslate2" / "model.bin").is_file()
 
 
 def resident_kib(pid: int) -> int:

@@ -185,6 +185,7 @@ def test_the_first_time_validation_bleu_reaches_a_mark_is_kept(datamodule, tmp_p
     import json
 
     import model.training.translation_module as translation_module
+    from model.training.test_report import TestReport
 
     monkeypatch.setattr(translation_module, "QUALITY_MARKS", (0, 1000))  # 0: reached at the first validation
     module = TranslationModule(small_model(datamodule), lambda params: torch.optim.AdamW(params, lr=1e-2),
@@ -199,8 +200,10 @@ def test_the_first_time_validation_bleu_reaches_a_mark_is_kept(datamodule, tmp_p
     step, minutes = module.reached["0"]
     assert step == 3 and 0 < minutes < 10 and "1000" not in module.reached  # the first crossing, not the last
     assert "validation BLEU reached 0 at step 3" in caplog.text
+    trainer.callbacks.append(TestReport())  # the callback writes what the module scored
     trainer.test(module, datamodule=datamodule)
     assert json.loads((tmp_path / "test_metrics.json").read_text())["validation_bleu_reached"]["0"]["step"] == 3
+    assert (tmp_path / "test_translations.tsv").read_text().count("\n") == len(module.test_result[0])
 
 
 class HostReads(L.Callback):

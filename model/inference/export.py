@@ -10,28 +10,29 @@ by √d_model as ours, tied embeddings kept tied, and our vocabulary with its sp
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from data.tokenizer import BOS, EOS, UNK
-from model.inference.run_folder import RunLoadError, find_checkpoint, model_config, run_folder_of
-from model.inference.translator import Translator
+from data.tokenizer import BOS, EOS, UNK, TranslationTokenizer
+from model.inference.run_folder import RunLoadError
 from model.transformer import Seq2SeqTransformer
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "int16", "float16", "bfloat16", "int8_float16",
                  "int8_bfloat16")
+EXPORT_FILE = "export.json"  # written beside the model: which checkpoint and quantization it holds
 
 
-def exportable(model: Seq2SeqTransformer, config: dict) -> None:
+def exportable(model: Seq2SeqTransformer) -> None:
     """Refuse, before anything is written, what CTranslate2's Transformer cannot express."""
     problems = []
-    if not config.get("cross_attention", True):
+    if model.decoder_layers[0].cross_attn is None:
         problems.append("cross_attention=false (the decoder must read the source)")
-    if config.get("positional", "sinusoidal") == "none":
+    if model.src_embed.position is None:
         problems.append("positional=none (CTranslate2 always adds positions)")
-    if not config.get("causal_decoder", True):
+    if not model.causal_decoder:
         problems.append("causal_decoder=false (CTranslate2 decodes causally)")
     if model.src_vocab_size != model.tgt_vocab_size or model.src_embed.token.weight is not model.tgt_embed.token.weight:
         problems.append("separate source and target vocabularies (one shared vocabulary is exported)")
@@ -105,14 +106,12 @@ def _feed_forward(spec, layer) -> None:
     _linear(spec.linear_1, second.weight, second.bias)
 
 
-def export_ctranslate2(run: str | Path, out: str | Path | None = None, quantization: str = "float32") -> Path:
-    """Write ``run``'s model as a CTranslate2 folder (default ``<run>/ctranslate2``); returns it."""
+def export_ctranslate2(model: Seq2SeqTransformer, tokenizer: TranslationTokenizer, checkpoint: Path, folder: Path,
+                       quantization: str = "float32") -> Path:
+    """Write a loaded run's model (read from ``checkpoint``) as a CTranslate2 folder; returns it."""
     if quantization not in QUANTIZATIONS:
         raise RunLoadError(f"quantization={quantization!r}: one of {', '.join(QUANTIZATIONS)}")
-    checkpoint, state = find_checkpoint(run)
-    translator = Translator.load(checkpoint, device="cpu")
-    model, tokenizer = translator.model, translator.tokenizer
-    exportable(model, model_config(state, checkpoint))
+    exportable(model)
     spec = transformer_spec(model)
     vocabulary = [tokenizer.src.id_to_token(i) for i in range(tokenizer.src_vocab_size)]
     spec.register_source_vocabulary(vocabulary)
@@ -121,12 +120,36 @@ def export_ctranslate2(run: str | Path, out: str | Path | None = None, quantizat
     spec.config.decoder_start_token = BOS
     spec.validate()
     spec.optimize(quantization=quantization)
-    folder = Path(out) if out else run_folder_of(checkpoint) / "ctranslate2"
     folder.mkdir(parents=True, exist_ok=True)
     spec.save(str(folder))
     (folder / "README.md").write_text(
         f"# CTranslate2 export\n\nFrom `{checkpoint}` (quantization {quantization}), by "
         f"`scripts/export_ctranslate2.py`. Tokens are this run's `tokenizer.json` pieces.\n", encoding="utf-8")
-    (folder / "export.json").write_text(json.dumps({"checkpoint": str(checkpoint),
-                                                     "quantization": quantization}), encoding="utf-8")
+    (folder / EXPORT_FILE).write_text(json.dumps({"checkpoint": str(checkpoint), "quantization": quantization}),
+                                      encoding="utf-8")
+    return folder
+
+
+def is_exported_folder(path: Path) -> bool:
+    """A folder ``export_ctranslate2`` wrote."""
+    return (path / "model.bin").is_file() and (path / EXPORT_FILE).is_file()
+
+
+def exported_checkpoint(folder: Path) -> Path:
+    """The checkpoint an exported folder was made from (its tokenizer and attention come from there)."""
+    checkpoint = Path(json.loads((folder / EXPORT_FILE).read_text(encoding="utf-8"))["checkpoint"])
+    if not checkpoint.is_file():
+        raise RunLoadError(f"{folder / EXPORT_FILE}: the checkpoint it was made from, {checkpoint}, is gone")
+    return checkpoint
+
+
+def up_to_date_export(model: Seq2SeqTransformer, tokenizer: TranslationTokenizer, checkpoint: Path,
+                      folder: Path) -> Path:
+    """``folder`` as an export of ``checkpoint``: exported first, with one line saying so, if it is missing or
+    was made from another (or an older) checkpoint."""
+    made_from = json.loads((folder / EXPORT_FILE).read_text(encoding="utf-8")).get("checkpoint") \
+        if is_exported_folder(folder) else None
+    if made_from != str(checkpoint) or (folder / "model.bin").stat().st_mtime < checkpoint.stat().st_mtime:
+        print(f"translate.py: exporting {checkpoint} to CTranslate2 in {folder}", file=sys.stderr)
+        export_ctranslate2(model, tokenizer, checkpoint, folder)
     return folder

@@ -78,6 +78,14 @@ def find_checkpoint(run: str | Path) -> tuple[Path, dict]:
         f"{run / 'checkpoints'}: no checkpoint (expected one of {', '.join(CHECKPOINT_PREFERENCE)})")
 
 
+def open_run(run: str | Path) -> tuple[RunFiles, dict]:
+    """A run (folder or checkpoint file): which checkpoint, its folder and settings, and the checkpoint's
+    contents, read once (``find_checkpoint``)."""
+    checkpoint, state = find_checkpoint(run)
+    folder = run_folder_of(checkpoint)
+    return RunFiles(checkpoint, folder, run_settings(folder)), state
+
+
 def run_folder_of(checkpoint: Path) -> Path:
     """The run folder of a checkpoint: where ``tokenizer.json`` sits, its grandparent (or its folder)."""
     for folder in (checkpoint.parent.parent, checkpoint.parent):
@@ -92,6 +100,15 @@ class RunSettings:
 
     search: SearchConfig = SearchConfig()
     max_sentence_len: int | None = None  # None: the model's own limit
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """Where a run's files are: the checkpoint chosen, its run folder, and the settings it was trained with."""
+
+    checkpoint: Path
+    folder: Path
+    settings: RunSettings
 
 
 def run_settings(run_folder: Path) -> RunSettings:

@@ -6,17 +6,17 @@
 ``{"translations": [...], "attention": null, "n_best": null}``: one translation per line, in order,
 empty for an empty line; with ``"attention": true`` also the explorer's data for the first
 non-empty line (the same data ``translate.py attention=x.html`` embeds), with ``"n_best": true``
-every hypothesis the beam ended with for it, best first, with scores. Requests that arrive within ``window``
-seconds of each other are translated as one batch. No request names a file: the server reads
-only the run it was started with.
+every hypothesis the beam ended with for it, best first, with scores. Lines of all requests are
+translated together in batches of similar length, oldest first (``Batcher``). No request names a
+file: the server reads only the run it was started with.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
-from dataclasses import dataclass, field, replace
+import time
+from dataclasses import replace
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -24,6 +24,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from model.inference.batcher import Batcher
 from model.inference.translator import Translation, Translator
 from model.search import MAX_BEAM, SearchConfig
 from model.views.explorer import TEMPLATE, explorer_data, sentence_record
@@ -58,78 +59,19 @@ class TranslateResponse(BaseModel):
     n_best: list[Hypothesis] | None = None
 
 
-@dataclass
-class _Job:
-    lines: list[str]
-    config: SearchConfig
-    future: asyncio.Future
-
-
-@dataclass
-class Batcher:
-    """Gathers the requests of ``window`` seconds (up to ``max_lines`` lines) into model batches, one per
-    search setting, and hands each request its own translations. One worker: the model runs one batch
-    at a time, in a thread, while the server keeps accepting requests."""
-
-    translator: Translator
-    window: float = 0.01
-    max_lines: int = 256
-    batches: int = 0  # model batches run so far
-    lock: threading.Lock = field(default_factory=threading.Lock)  # the model, one user at a time
-    _queue: asyncio.Queue = field(default_factory=asyncio.Queue)
-
-    async def translate(self, lines: list[str], config: SearchConfig) -> list[Translation]:
-        future = asyncio.get_running_loop().create_future()
-        await self._queue.put(_Job(lines, config, future))
-        return await future
-
-    async def run(self) -> None:
-        """The worker: wait for a request, gather what follows within the window, translate."""
-        loop = asyncio.get_running_loop()
-        while True:
-            jobs = [await self._queue.get()]
-            deadline = loop.time() + self.window
-            while sum(len(job.lines) for job in jobs) < self.max_lines and (wait := deadline - loop.time()) > 0:
-                try:
-                    jobs.append(await asyncio.wait_for(self._queue.get(), wait))
-                except asyncio.TimeoutError:
-                    break
-            for config in dict.fromkeys(job.config for job in jobs):  # one batch per search setting
-                await self._run_batch([job for job in jobs if job.config == config], config)
-
-    async def _run_batch(self, jobs: list[_Job], config: SearchConfig) -> None:
-        lines = [line for job in jobs for line in job.lines]
-        try:
-            results = await asyncio.to_thread(self._translate, lines, config)
-        except Exception as error:  # noqa: BLE001 — every waiting request gets the error, the server goes on
-            for job in jobs:
-                if not job.future.done():
-                    job.future.set_exception(error)
-            return
-        self.batches += 1
-        start = 0
-        for job in jobs:  # each request gets exactly its own lines back, in order
-            if not job.future.done():  # a client that left is simply not answered
-                job.future.set_result(results[start : start + len(job.lines)])
-            start += len(job.lines)
-
-    def _translate(self, lines: list[str], config: SearchConfig) -> list[Translation]:
-        with self.lock:
-            return self.translator.translate(lines, config, batch_size=len(lines) or 1)
-
-    def n_best(self, translation: Translation, config: SearchConfig) -> list[tuple[str, float]]:
-        with self.lock:
-            return self.translator.n_best(translation, config)
-
-
 def create_app(translator: Translator, search: SearchConfig, window: float = 0.01) -> FastAPI:
     """The app for one loaded run; ``search``: the default search (the run's, with the command line's)."""
     batcher = Batcher(translator, window)
 
     async def lifespan(app: FastAPI):
-        worker = asyncio.create_task(batcher.run())
+        worker = None
+        if not batcher.running:  # no model loop yet (a test client): one on a thread of its own
+            worker = threading.Thread(target=batcher.run, name="model", daemon=True)
+            worker.start()
         yield
-        worker.cancel()
+        batcher.stop()
+        if worker is not None:
+            worker.join()
 
     app = FastAPI(title="Attention, from scratch: English→Spanish", lifespan=lifespan,
                   description="Translate with a trained run; see the attention of a translation.")
@@ -156,9 +98,9 @@ def create_app(translator: Translator, search: SearchConfig, window: float = 0.0
         answer = TranslateResponse(translations=[t.text for t in results])
         first = next((t for t in results if t.src_ids), None)  # the first non-empty line
         if request.attention and first is not None:
-            answer.attention = await asyncio.to_thread(attention_data, batcher, first)
+            answer.attention = await batcher.call(lambda: attention_data(translator, first))
         if request.n_best and first is not None:
-            hypotheses = await asyncio.to_thread(batcher.n_best, first, config)
+            hypotheses = await batcher.call(lambda: translator.n_best(first, config))
             answer.n_best = [Hypothesis(translation=text, score=score) for text, score in hypotheses]
         return answer
 
@@ -173,17 +115,33 @@ def create_app(translator: Translator, search: SearchConfig, window: float = 0.0
     return app
 
 
-def attention_data(batcher: Batcher, translation: Translation) -> dict:
+def attention_data(translator: Translator, translation: Translation) -> dict:
     """The explorer's data for one translation: what ``translate.py attention=x.html`` embeds."""
-    with batcher.lock:
-        view = batcher.translator.sentence_view(translation)
+    view = translator.sentence_view(translation)
     steps = [{"label": "translation", "sentences": [sentence_record(view)]}]
     return explorer_data(steps, f"{view.source} → {view.translation}")
 
 
 def serve(translator: Translator, search: SearchConfig, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Serve until Ctrl-C (uvicorn shuts down cleanly)."""
+    """Serve until Ctrl-C: the web layer on a thread, the model's loop on this (the main) thread."""
     import uvicorn
 
+    app = create_app(translator, search)
+    batcher: Batcher = app.state.batcher
+    batcher.running = True
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    web = threading.Thread(target=server.run, name="web", daemon=True)  # no signal handlers off the main thread
+    web.start()
+    while not server.started and web.is_alive():
+        time.sleep(0.01)
+    if not server.started:
+        raise SystemExit(f"translate.py: cannot serve on {host}:{port} (in use, or not an address of this machine)")
     print(f"translate.py: serving on http://{host}:{port}/ (API docs: /docs); Ctrl-C stops", flush=True)
-    uvicorn.run(create_app(translator, search), host=host, port=port, log_level="warning")
+    try:
+        batcher.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        batcher.stop()
+        server.should_exit = True
+        web.join(timeout=5)

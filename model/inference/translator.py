@@ -1,24 +1,24 @@
 """A trained run, loaded for translating: text in, text out, and the attention of any sentence.
 
 This is where the model meets the tokenizer of ``data/`` at inference (training's counterpart
-is the LightningModule, which is handed its tokenizer). The run's own settings apply unless the
-caller overrides them: its search (``module.search``) and its source-length limit
+is the LightningModule, which is handed its tokenizer), and the one inference pipeline: reading
+lines, tokenizing, batching by length, text, n-best and attention are written here once; the search
+behind them is a backend (``search_backends.py``: ours or CTranslate2's). The run's own settings
+apply unless the caller overrides them: its search (``module.search``) and its source-length limit
 (``data.max_sentence_len``).
 """
 
 from __future__ import annotations
 
-import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
 
-from data.sampler import pad_batch
 from data.tokenizer import JOINT_FILE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
-from model.inference.run_folder import (RunLoadError, RunSettings, find_checkpoint, model_config, run_folder_of,
-                                        run_settings)
-from model.search import SearchConfig, beam_hypotheses, produced_ids, search, sentence_attention
+from model.inference.run_folder import RunFiles, RunLoadError, RunSettings, model_config, open_run
+from model.inference.search_backends import ENGINES, OurSearch, SearchBackend
+from model.search import SearchConfig, sentence_attention
 from model.transformer import Seq2SeqTransformer
 from model.views import SentenceView
 
@@ -35,44 +35,76 @@ class Translation:
 
 @dataclass
 class Translator:
-    """A model, its tokenizer, the run's settings and a device."""
+    """A model, its tokenizer, the run's settings, a device, and the search that translates (ours by default)."""
 
     model: Seq2SeqTransformer
     tokenizer: TranslationTokenizer
     device: torch.device
     settings: RunSettings = RunSettings()
+    files: RunFiles | None = None  # where the weights were read from (CTranslate2's export is made from them)
+    backend: SearchBackend | None = field(default=None, repr=False)  # None: ours
     truncated: int = 0  # sources cut to the length limit so far
 
+    def __post_init__(self) -> None:
+        if self.backend is None:
+            self.backend = OurSearch(self.model, self.tokenizer.bos_id, self.tokenizer.eos_id)
+
     @classmethod
-    def load(cls, run: str | Path, device: str = "auto") -> "Translator":
-        """A run folder (its final, else best, else last checkpoint) or one of its ``.ckpt`` files."""
-        checkpoint, state = find_checkpoint(run)
-        folder = run_folder_of(checkpoint)
-        config = model_config(state, checkpoint)
+    def load(cls, run: str | Path, device: str = "auto", engine: str = "ours",
+             compute_type: str = "default") -> "Translator":
+        """A run folder (its final, else best, else last checkpoint), one of its ``.ckpt`` files, or (for
+        ``engine="ctranslate2"``) a folder exported from one. The checkpoint is read once."""
+        run, exported = Path(run), None
+        if engine == "ctranslate2":
+            from model.inference.export import exported_checkpoint, is_exported_folder
+
+            if is_exported_folder(run):  # the weights for the attention and the tokenizer: its checkpoint's run
+                exported, run = run, exported_checkpoint(run)
+        files, state = open_run(run)
         try:
-            tokenizer = TranslationTokenizer.load(folder)
+            tokenizer = TranslationTokenizer.load(files.folder)
         except Exception as error:  # noqa: BLE001 — tokenizers raises plain Exceptions on a corrupt file
-            raise RunLoadError(f"{folder / JOINT_FILE}: unusable tokenizer "
+            raise RunLoadError(f"{files.folder / JOINT_FILE}: unusable tokenizer "
                                f"({str(error).splitlines()[0][:120]})") from None
+        config = model_config(state, files.checkpoint)
         expected = state["hyper_parameters"].get("tokenizer_sha256")
         sizes = (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
         if sizes != (config.get("src_vocab_size"), config.get("tgt_vocab_size")) or (
-            expected and expected != tokenizer_fingerprint(folder)
+            expected and expected != tokenizer_fingerprint(files.folder)
         ):
             raise RunLoadError(
-                f"{folder / JOINT_FILE}: tokenizer does not match checkpoint {checkpoint} "
+                f"{files.folder / JOINT_FILE}: tokenizer does not match checkpoint {files.checkpoint} "
                 f"(vocabulary {sizes} vs {(config.get('src_vocab_size'), config.get('tgt_vocab_size'))})"
             )
         try:
             model = Seq2SeqTransformer(**config)
             model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()})
         except (TypeError, ValueError, RuntimeError) as error:
-            raise RunLoadError(f"{checkpoint}: its weights do not fit its model_config "
+            raise RunLoadError(f"{files.checkpoint}: its weights do not fit its model_config "
                                f"({str(error).splitlines()[0][:160]})") from None
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         target = torch.device(device)
-        return cls(model.to(target).eval(), tokenizer, target, run_settings(folder))
+        translator = cls(model.to(target).eval(), tokenizer, target, files.settings, files)
+        return translator.using(engine, compute_type, exported)
+
+    def using(self, engine: str, compute_type: str = "default", folder: Path | None = None) -> "Translator":
+        """The same run and settings searched by ``engine``: ``ours``, or ``ctranslate2`` on ``folder`` (default:
+        ``<run>/ctranslate2``, exported first when missing or made from another checkpoint)."""
+        if engine not in ENGINES:
+            raise ValueError(f"engine={engine}: one of {', '.join(ENGINES)}")
+        if engine == "ours":
+            return replace(self, backend=None)
+        from model.inference.export import up_to_date_export
+        from model.inference.search_backends import CTranslate2Search
+
+        if self.files is None:
+            raise RunLoadError("engine=ctranslate2 needs a translator loaded from a run")
+        if folder is None:
+            folder = up_to_date_export(self.model, self.tokenizer, self.files.checkpoint, self.files.folder / "ctranslate2")
+        pieces = [self.tokenizer.src.id_to_token(i) for i in range(self.tokenizer.src_vocab_size)]
+        return replace(self, backend=CTranslate2Search(folder, pieces, self.tokenizer.eos_id, self.model.max_len,
+                                                       self.device, compute_type))
 
     @property
     def max_source_tokens(self) -> int:
@@ -84,22 +116,21 @@ class Translator:
         """Characters kept of a line before tokenizing: far more than fit the model, bounded memory."""
         return 16 * self.max_source_tokens
 
-    def _autocast(self):
-        if self.device.type == "cuda":
-            return torch.autocast("cuda", dtype=torch.bfloat16)
-        return contextlib.nullcontext()
-
     def encode(self, texts: list[str]) -> list[list[int]]:
         """Source ids, truncated to the length limit (EOS kept); counted in ``self.truncated``."""
         ids = self.tokenizer.encode_src([text[: self.max_source_chars] for text in texts])
         self.truncated += sum(len(seq) > self.max_source_tokens for seq in ids)
         return [truncate_source(seq, self.max_source_tokens) for seq in ids]
 
+    def text(self, output_ids: list[list[int]]) -> list[str]:
+        """Spanish text of output ids, one line each (byte-level BPE can spell a line break)."""
+        return [" ".join(text.splitlines()) for text in self.tokenizer.decode_tgt(output_ids)]
+
     @torch.no_grad()
     def translate(self, lines: list[str], config: SearchConfig | None = None,
                   batch_size: int = 64) -> list[Translation]:
         """Translate lines with ``config`` (default: the run's search): empty ones stay empty, the
-        rest go in length-sorted batches."""
+        rest go in batches of similar length (answers in input order)."""
         config = config or self.settings.search
         results = [Translation("", "", [], []) for _ in lines]
         todo = [i for i, line in enumerate(lines) if line.strip()]
@@ -107,28 +138,21 @@ class Translator:
         order = sorted(range(len(todo)), key=lambda j: len(ids[j]))  # similar lengths batch together
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
-            src = pad_batch([ids[j] for j in batch], self.tokenizer.pad_id).to(self.device)
-            with self._autocast():
-                outputs = search(self.model, src, self.tokenizer.bos_id, self.tokenizer.eos_id, config)
-            for j, output_ids, text in zip(batch, outputs, self.tokenizer.decode_tgt(outputs)):
-                # Byte-level BPE can spell a line break; one sentence must stay one line.
-                results[todo[j]] = Translation(lines[todo[j]].strip(), " ".join(text.splitlines()), ids[j], output_ids)
+            outputs = self.backend.search([ids[j] for j in batch], config)
+            for j, output_ids, text in zip(batch, outputs, self.text(outputs)):
+                results[todo[j]] = Translation(lines[todo[j]].strip(), text, ids[j], output_ids)
         return results
 
     @torch.no_grad()
     def n_best(self, translation: Translation, config: SearchConfig | None = None) -> list[tuple[str, float]]:
         """Every hypothesis the beam ended with for one translation, best first (the translation itself),
-        with its length-normalized log-probability."""
-        config = config or self.settings.search
-        src = torch.tensor([translation.src_ids], device=self.device)
-        with self._autocast():
-            tokens, scores = beam_hypotheses(self.model, src, self.tokenizer.bos_id, self.tokenizer.eos_id, config)
-        texts = self.tokenizer.decode_tgt(produced_ids(tokens[0], self.tokenizer.eos_id, self.tokenizer.pad_id))
-        return [(" ".join(text.splitlines()), float(score)) for text, score in zip(texts, scores[0].tolist())]
+        with its score (ours: the length-normalized log-probability)."""
+        hypotheses = self.backend.hypotheses(translation.src_ids, config or self.settings.search)
+        return list(zip(self.text([ids for ids, _ in hypotheses]), [score for _, score in hypotheses]))
 
     def sentence_view(self, translation: Translation) -> SentenceView:
-        """Every attention weight of one translation, for exactly the ids its search produced, with
-        the tokens of each axis."""
+        """Every attention weight of one translation, for exactly the ids its search produced (by either
+        engine), with the tokens of each axis."""
         attention = sentence_attention(self.model, translation.src_ids, translation.output_ids, self.tokenizer.bos_id)
         tokenizer = self.tokenizer
         return SentenceView(attention, tokenizer.src_tokens(attention.src_ids), tokenizer.tgt_tokens(attention.input_ids),

@@ -23,6 +23,7 @@ import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 from lightning.fabric.utilities.apply_func import apply_to_collection
 
+from data.atomic_file import atomic_file
 from model.inference.run_folder import RunLoadError, read_checkpoint
 from model.training.timing import RunClock
 
@@ -97,20 +98,15 @@ class AtomicCheckpointIO(TorchCheckpointIO):
 
 
 def write_atomically(checkpoint: dict[str, Any], path: Path) -> None:
-    """``torch.save`` to a temporary file beside ``path``, flushed to disk, renamed over ``path``."""
-    partial = path.with_name(f".{path.name}.partial")
+    """``torch.save`` to ``path`` whole or not at all (``data.atomic_file``)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(partial, "wb") as out:
+        with atomic_file(path, "wb") as out:
             torch.save(checkpoint, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(partial, path)
     except (OSError, RuntimeError) as error:
         cause = os_cause(error)
         if cause is None:
             raise
-        partial.unlink(missing_ok=True)
         raise CheckpointWriteError(cause.errno, f"{path}: cannot write the checkpoint "
                                                 f"({cause.strerror or cause}); the previous one is intact") from None
 

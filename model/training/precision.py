@@ -11,8 +11,11 @@ The same probe is the CPU's peak for MFU (``peak_flops``); a GPU's is its data-s
 from __future__ import annotations
 
 import logging
+import os
+import platform
 import time
 from functools import lru_cache
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -78,3 +81,16 @@ def peak_flops(precision: str, device: torch.device | str) -> float | None:
     if device.type == "cuda":
         return gpu_peak_flops(torch.cuda.get_device_name(device), precision)
     return matmul_gflops(torch.bfloat16 if "bf16" in precision else torch.float32) * 1e9
+
+
+def machine_name() -> str:
+    """The CPU (with the extensions that decide its speed) or GPU that figures are measured on."""
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name()
+    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
+                platform.processor() or "unknown CPU")
+    flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
+    extensions = [label for flag, label in (("avx512f", "AVX-512"), ("avx512_bf16", "AVX512-BF16"),
+                                            ("amx_bf16", "AMX")) if flag in flags]
+    return f"{name} ({', '.join(extensions) or 'no AVX-512'}, {os.cpu_count()} cores)"

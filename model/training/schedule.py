@@ -15,15 +15,30 @@ steps this machine manages:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Callable
 
 Schedule = Callable[[int, "float | None"], float]
 DECAYS = ("linear", "cosine", "inverse_sqrt")
 
 
-def _check_warmup(warmup_steps: int) -> None:
-    if warmup_steps < 1:
-        raise ValueError(f"warmup_steps must be at least 1, got {warmup_steps}")
+def schedule_problems(settings: Mapping, prefix: str = "") -> list[str]:
+    """What ``budget_schedule`` (or ``inverse_sqrt_schedule``) refuses among ``settings``, one phrase each."""
+    problems = []
+    warmup = settings.get("warmup_steps", 1)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 1:
+        problems.append(f"{prefix}warmup_steps={warmup!r} must be a whole number >= 1")
+    if settings.get("decay", "linear") not in DECAYS:
+        problems.append(f"{prefix}decay={settings['decay']!r} must be one of {', '.join(DECAYS)}")
+    final = settings.get("final", 0.0)
+    if isinstance(final, bool) or not isinstance(final, (int, float)) or not 0.0 <= final <= 1.0:
+        problems.append(f"{prefix}final={final!r} must be between 0 and 1")
+    return problems
+
+
+def _check(**settings) -> None:
+    if problems := schedule_problems(settings):
+        raise ValueError("; ".join(problems))
 
 
 def inverse_sqrt_schedule(warmup_steps: int) -> Schedule:
@@ -35,7 +50,7 @@ def inverse_sqrt_schedule(warmup_steps: int) -> Schedule:
     >>> factor(50, None), factor(100, None), factor(400, 0.9)
     (0.5, 1.0, 0.5)
     """
-    _check_warmup(warmup_steps)
+    _check(warmup_steps=warmup_steps)
 
     def factor(step: int, progress: float | None = None) -> float:
         step = max(step, 1)
@@ -55,11 +70,7 @@ def budget_schedule(warmup_steps: int, decay: str = "linear", final: float = 0.0
     >>> factor(50, 0.0), factor(100, 0.0), factor(1000, 0.5), factor(2000, 1.0)
     (0.5, 1.0, 0.5, 0.0)
     """
-    _check_warmup(warmup_steps)
-    if decay not in DECAYS:
-        raise ValueError(f"decay must be one of {', '.join(DECAYS)}, got {decay!r}")
-    if not 0.0 <= final <= 1.0:
-        raise ValueError(f"final must be between 0 and 1, got {final}")
+    _check(warmup_steps=warmup_steps, decay=decay, final=final)
     fallback = inverse_sqrt_schedule(warmup_steps)
 
     def factor(step: int, progress: float | None = None) -> float:

@@ -15,11 +15,9 @@ greedy BLEU on a fixed subset every ``val_bleu_every``-th time.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
-from pathlib import Path
 from typing import Any, Callable
 
 import lightning as L
@@ -93,6 +91,7 @@ class TranslationModule(L.LightningModule):
         self._validations = 0  # validations of this fit so far (val_bleu_every counts them)
         self._bleu_due = True
         self._last_val_scores: dict[str, float] = {}
+        self.test_result: tuple[list[tuple[str, list[str], str]], Scores] | None = None  # rows, scores
         self.reached: dict[str, list[float]] = {}  # mark -> [step, training minutes] when val BLEU first reached it
         self._hypotheses: dict[int, str] = {}
 
@@ -294,20 +293,7 @@ class TranslationModule(L.LightningModule):
         self.reached = dict(checkpoint.get("quality_marks_reached", {}))
 
     def on_test_epoch_end(self) -> None:
-        rows, scores = self._score("test")
-        if not self.trainer.is_global_zero:
-            return
-        run_dir = Path(self.trainer.default_root_dir)
-        (run_dir / "test_metrics.json").write_text(json.dumps({
-            "bleu": scores.bleu, "chrf": scores.chrf, "bleu_signature": scores.bleu_signature,
-            "chrf_signature": scores.chrf_signature, "sentences": len(rows),
-            "beam_size": self.search_config.beam_size, "length_penalty": self.search_config.length_penalty,
-            "validation_bleu_reached": {mark: {"step": int(step), "minutes": round(minutes, 2)}
-                                        for mark, (step, minutes) in self.reached.items()},
-        }, indent=2))
-        with open(run_dir / "test_translations.tsv", "w", encoding="utf-8") as out:
-            for source, refs, hypothesis in rows:
-                out.write(f"{source}\t{hypothesis}\t{' | '.join(refs)}\n")
+        self.test_result = self._score("test")  # written into the run folder by the TestReport callback
 
     # -- what the attention views draw (model/views/callback.py) -------------------------
     @torch.no_grad()

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import html
 import json
-import os
 from pathlib import Path
 
+from data.atomic_file import write_text_atomically
 from model.views import ATTENTION_TITLES, SentenceView
 
 TEMPLATE = Path(__file__).with_name("explorer.html")
@@ -45,12 +45,8 @@ def explorer_html(steps: list[dict], title: str) -> str:
 
 
 def write_explorer(path: str | Path, steps: list[dict], title: str) -> Path:
-    """Write the page atomically: a reader never sees a half-written file."""
-    path = Path(path)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # same folder: os.replace is atomic
-    partial.write_text(explorer_html(steps, title), encoding="utf-8")
-    os.replace(partial, path)
-    return path
+    """Write the page whole or not at all: a browser never shows a half-written file."""
+    return write_text_atomically(path, explorer_html(steps, title))
 
 
 def read_steps(folder: str | Path) -> list[dict]:

@@ -1,0 +1,102 @@
+"""The searches a ``Translator`` can run: ours (``model/search.py``) or CTranslate2's, on the same weights.
+
+Both take the source ids of a batch of sentences and return the output ids, as ``model/search.py``
+does (the EOS included when a sentence ended), or one sentence's whole beam. Everything around
+the search (reading lines, tokenizing, batching, text, attention) is the ``Translator``'s, once.
+
+CTranslate2's length penalty divides the log-probability by length^alpha, where ours uses GNMT's
+((5 + length) / 6)^alpha: beam search with ``length_penalty > 0`` may rank hypotheses differently.
+Its output limit is per batch, so a batch is searched in parts of one limit (a · source length + b).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import groupby
+from pathlib import Path
+from typing import Protocol
+
+import torch
+
+from data.sampler import pad_batch
+from model.inference.onednn import fast_linear
+from model.search import SearchConfig, beam_hypotheses, produced_ids, search
+from model.transformer import Seq2SeqTransformer
+
+ENGINES = ("ours", "ctranslate2")
+
+
+class SearchBackend(Protocol):
+    """What a ``Translator`` asks of a search."""
+
+    def search(self, sources: list[list[int]], config: SearchConfig) -> list[list[int]]:
+        """Output ids per source (ids ending in EOS, no padding)."""
+
+    def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
+        """Every hypothesis the beam ends with for one source, best first, with its score."""
+
+
+@dataclass
+class OurSearch:
+    """``model/search.py`` on the run's model; bf16 autocast on a GPU, oneDNN's linear layers on an x86 CPU."""
+
+    model: Seq2SeqTransformer
+    bos_id: int
+    eos_id: int
+
+    def _batch(self, sources: list[list[int]]) -> torch.Tensor:
+        return pad_batch(sources, self.model.pad_id).to(next(self.model.parameters()).device)  # (B, S)
+
+    def _speed_up(self, device: torch.device):
+        """bf16 autocast on a GPU; oneDNN's linear layers on an x86 CPU (``onednn.py``)."""
+        return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else fast_linear(device)
+
+    def search(self, sources: list[list[int]], config: SearchConfig) -> list[list[int]]:
+        src = self._batch(sources)
+        with self._speed_up(src.device):
+            return search(self.model, src, self.bos_id, self.eos_id, config)
+
+    def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
+        src = self._batch([source])
+        with self._speed_up(src.device):
+            tokens, scores = beam_hypotheses(self.model, src, self.bos_id, self.eos_id, config)
+        return list(zip(produced_ids(tokens[0], self.eos_id, self.model.pad_id), scores[0].tolist()))
+
+
+class CTranslate2Search:
+    """CTranslate2's ``translate_batch`` on an exported folder (``model/inference/export.py``)."""
+
+    def __init__(self, folder: Path, pieces: list[str], eos_id: int, max_len: int, device: torch.device,
+                 compute_type: str = "default") -> None:
+        import ctranslate2
+
+        self.folder, self.pieces, self.eos_id, self.max_len = folder, pieces, eos_id, max_len
+        self.ids = {piece: i for i, piece in enumerate(pieces)}
+        self.engine = ctranslate2.Translator(str(folder), device=device.type, compute_type=compute_type)
+
+    def _limit(self, source: list[int], config: SearchConfig) -> int:
+        """As ``model.search.output_limits``: a · source length + b, within the model's positions."""
+        return max(1, min(int(config.max_len_a * len(source) + config.max_len_b), self.max_len - 1))
+
+    def _translate(self, sources: list[list[int]], config: SearchConfig, limit: int, whole_beam: bool = False):
+        return self.engine.translate_batch(
+            [[self.pieces[i] for i in source] for source in sources], beam_size=config.beam_size,
+            length_penalty=config.length_penalty, max_decoding_length=limit,
+            num_hypotheses=config.beam_size if whole_beam else 1, return_scores=whole_beam)
+
+    def _ids(self, pieces: list[str], limit: int) -> list[int]:
+        ids = [self.ids[piece] for piece in pieces]
+        return ids + [self.eos_id] if len(ids) < limit else ids  # it ended: CTranslate2 drops the EOS
+
+    def search(self, sources: list[list[int]], config: SearchConfig) -> list[list[int]]:
+        outputs: list[list[int]] = []
+        # One call per output limit; a length-sorted batch has few (the limit grows with the length).
+        for limit, group in groupby(sources, key=lambda source: self._limit(source, config)):
+            group = list(group)
+            outputs += [self._ids(answer.hypotheses[0], limit) for answer in self._translate(group, config, limit)]
+        return outputs
+
+    def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
+        limit = self._limit(source, config)
+        answer = self._translate([source], config, limit, whole_beam=True)[0]
+        return [(self._ids(pieces, limit), score) for pieces, score in zip(answer.hypotheses, answer.scores)]

@@ -1,0 +1,39 @@
+"""model/inference/onednn.py: linear layers by oneDNN while searching on an x86 CPU, the same fp32 math."""
+
+import torch
+import torch.nn.functional as F
+
+from helpers import BOS, EOS, PAD, tiny_model
+from model.inference.onednn import OneDNNLinear, fast_linear, onednn_available
+from model.search import SearchConfig, search
+
+
+def test_a_linear_layer_gives_the_fp32_result_through_onednn():
+    torch.manual_seed(0)
+    x, weight, bias = torch.randn(3, 7, 32), torch.randn(48, 32), torch.randn(48)
+    exact = F.linear(x.double(), weight.double(), bias.double())
+    before = OneDNNLinear.calls
+    with torch.no_grad(), fast_linear(torch.device("cpu")):
+        fast = F.linear(x, weight, bias)
+        plain = torch.nn.functional.linear(x, weight)  # without a bias too
+    assert fast.dtype == torch.float32 and fast.shape == (3, 7, 48)
+    torch.testing.assert_close(fast.double(), exact, rtol=1e-5, atol=1e-5)  # fp32 accuracy, not bf16's
+    torch.testing.assert_close(plain, F.linear(x, weight), rtol=1e-5, atol=1e-5)
+    assert OneDNNLinear.calls - before == (2 if onednn_available() else 0)
+    with fast_linear(torch.device("cpu")):  # gradients wanted: left to PyTorch's own linear
+        x.requires_grad_(True)
+        F.linear(x, weight).sum().backward()
+    assert x.grad is not None and OneDNNLinear.calls - before == (2 if onednn_available() else 0)
+
+
+def test_the_search_gives_the_same_outputs_with_and_without_it():
+    model = tiny_model(30, seed=3)
+    torch.manual_seed(4)
+    src = torch.randint(3, 30, (16, 9))
+    src[:, -1] = EOS
+    src[::3, 5:] = PAD
+    for beam_size in (1, 4):
+        config = SearchConfig(beam_size=beam_size)
+        with fast_linear(torch.device("cpu")):
+            fast = search(model, src, BOS, EOS, config)
+        assert fast == search(model, src, BOS, EOS, config)
