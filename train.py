@@ -113,11 +113,16 @@ def check_group_choices(argv: list[str]) -> None:
                                     f"(choices: {', '.join(choices)})")
 
 
+def first_rank() -> bool:
+    """This process is rank 0 of its run (or the run has one process): the one that speaks for all."""
+    return all(os.environ.get(name, "0") == "0" for name in ("LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID"))
+
+
 def lock_run_folder(run_dir: Path) -> FileLock | None:
     """Hold ``run_dir`` for this process for the whole run: a second ``train.py`` on the same folder is
     refused in one line naming the other process. The lock is the operating system's (flock): a
     killed run's lock goes with it. DDP's other ranks (same run) take none."""
-    if any(os.environ.get(name, "0") != "0" for name in ("LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID")):
+    if not first_rank():
         return None
     run_dir.mkdir(parents=True, exist_ok=True)
     lock, owner = FileLock(str(run_dir / ".train.lock")), run_dir / ".train.pid"
@@ -325,7 +330,8 @@ def main(cfg: DictConfig) -> float | dict[str, float]:
     except (CheckpointWriteError, DataCacheError) as error:
         raise SystemExit(f"train.py: {error.strerror}") from None
     except TrainingInterrupted as stop:
-        print(f"train.py: {stop}", file=sys.stderr)
+        if first_rank():  # every rank stopped and saved together: one line says it
+            print(f"train.py: {stop}", file=sys.stderr)
         raise SystemExit(128 + stop.signum) from None  # 130 for Ctrl-C, 143 for SIGTERM, as shells report them
     except KeyboardInterrupt:  # before training started or after it ended: nothing of a step to save
         print("train.py: interrupted", file=sys.stderr)

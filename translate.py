@@ -30,6 +30,12 @@ Options (defaults in brackets; "the run's" = what the run was trained with, in i
   serve=BOOL          serve a page and a JSON API (POST /translate; docs at /docs)   [false]
                       instead of translating; needs pip install -e ".[serve]"
   host=H, port=N      where to serve; 127.0.0.1 = this machine only                  [127.0.0.1, 8000]
+  serve.max_work=N    work of one request: source tokens x beam_size (+ n_best,      [8192]
+                      attention); more: 413. At the default, ~3 s at most on 2 cores
+  serve.batch_work=N  work of one model batch: long requests take turns with others  [2048]
+  serve.queue_work=N  work waiting at once; more: 503 with Retry-After               [65536]
+  serve.deadline=S    seconds a request may wait and run; later: 504, work dropped    [30]
+  serve.max_body=N    bytes of a request's body, bounded before it is read           [1000000]
 
 Empty lines give empty lines (the line count is always kept); over-long sentences are
 cut to the model's limit and invalid UTF-8 bytes are replaced, each with one warning.
@@ -49,7 +55,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -60,8 +66,20 @@ if TYPE_CHECKING:  # torch and the model load after the arguments are checked
     from model.search import SearchConfig
     from model.views import SentenceView
 
-OPTION = re.compile(r"^[a-z_]+=")
+OPTION = re.compile(r"^[a-z_]+(\.[a-z_]+)?=")
 ATTENTION_SUFFIXES = (".html", ".png", ".svg", ".pdf")
+
+
+@dataclass
+class ServeOptions:
+    """serve=BOOL and serve.*; None: the server's default (``model.inference.server.Limits``)."""
+
+    enabled: bool = False
+    max_work: int | None = None
+    batch_work: int | None = None
+    queue_work: int | None = None
+    deadline: float | None = None
+    max_body: int | None = None
 
 
 @dataclass
@@ -81,7 +99,7 @@ class TranslateConfig:
     attention: str | None = None
     attention_all: bool = False
     engine: str = "ours"
-    serve: bool = False
+    serve: ServeOptions = field(default_factory=ServeOptions)
     host: str = "127.0.0.1"
     port: int = 8000
 
@@ -90,7 +108,8 @@ def parse_args(argv: list[str]) -> tuple[TranslateConfig, list[str]]:
     """``key=value`` options (checked against TranslateConfig) and the sentences; everything after
     ``--`` is a sentence, ``=`` or not."""
     after = argv.index("--") if "--" in argv else len(argv)
-    options = [a for a in argv[:after] if OPTION.match(a)]
+    # serve=BOOL is serve.enabled: serve.* holds the server's own settings.
+    options = [f"serve.enabled={a[6:]}" if a.startswith("serve=") else a for a in argv[:after] if OPTION.match(a)]
     sentences = [a for a in argv[:after] if not OPTION.match(a)] + argv[after + 1 :]
     schema = OmegaConf.structured(TranslateConfig)
     try:
@@ -148,6 +167,9 @@ def check_serving(cfg: TranslateConfig, sentences: list[str]) -> None:
                          "(the page and POST /translate take the sentences)")
     if not 0 < cfg.port < 65536:
         raise SystemExit(f"translate.py: port={cfg.port} must be between 1 and 65535")
+    small = [f"serve.{k}={v}" for k, v in asdict(cfg.serve).items() if k != "enabled" and v is not None and v <= 0]
+    if small:
+        raise SystemExit(f"translate.py: {', '.join(small)}: must be above 0")
     if not (importlib.util.find_spec("fastapi") and importlib.util.find_spec("uvicorn")):
         raise SystemExit("translate.py: serve=true needs FastAPI and uvicorn: pip install -e \".[serve]\"")
 
@@ -169,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     if too_small:
         raise SystemExit(f"translate.py: {', '.join(too_small)}: must be at least 1")
     check_paths(cfg, sentences)
-    if cfg.serve:
+    if cfg.serve.enabled:
         check_serving(cfg, sentences)
     logging.basicConfig(format="translate.py: warning: %(message)s", level=logging.WARNING)
     from data.atomic_file import atomic_file  # heavy imports after the argument checks
@@ -186,11 +208,14 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"translate.py: {error}") from None
     if cfg.max_sentence_len is not None:  # instead of the run's data.max_sentence_len
         translator.settings = replace(translator.settings, max_sentence_len=cfg.max_sentence_len)
-    if cfg.serve:
-        from model.inference.server import serve
+    if cfg.serve.enabled:
+        from model.inference.server import Limits, serve
 
-        serve(translator, search, cfg.host, cfg.port)  # until Ctrl-C
-        return 0
+        try:
+            limits = Limits(**{k: v for k, v in asdict(cfg.serve).items() if k != "enabled" and v is not None})
+        except ValueError as error:
+            raise SystemExit(f"translate.py: {error}") from None
+        return serve(translator, search, cfg.host, cfg.port, limits)  # until Ctrl-C (130) or SIGTERM (143)
 
     done, drawn, reader = 0, None, None  # drawn: the translation whose attention is drawn
     # An output file is written beside its target and renamed at the end: never half-written. A

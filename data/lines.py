@@ -75,3 +75,15 @@ class LineReader:
         if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
             self.invalid_lines += 1
         return text
+
+
+# Control characters (C0, DEL, C1) but the tab: a tokenizer reads them as noise, a terminal obeys them.
+CONTROL = dict.fromkeys([*range(0x00, 0x09), *range(0x0A, 0x20), *range(0x7F, 0xA0)], " ")
+
+
+def clean_text(text: str) -> str:
+    """Text any tokenizer takes: lone surrogates (which JSON's ``\\ud800`` escapes can produce and UTF-8
+    cannot encode) become U+FFFD, control characters become spaces."""
+    if any("\ud800" <= char <= "\udfff" for char in text):
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text.translate(CONTROL)

@@ -12,7 +12,7 @@ os.environ.setdefault("WANDB_SILENT", "true")
 from helpers import train_in_process  # noqa: E402
 
 # Tests that need the real corpus, its data built or a trained run: the slow tier.
-SLOW_FIXTURES = {"corpus_path", "data_cache", "full_datamodule", "smoke_run"}
+SLOW_FIXTURES = {"corpus_path", "data_cache", "full_datamodule", "smoke_run", "slow_run"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -75,3 +75,28 @@ def browser():
         pytest.skip(f"{error} ({INSTALL_HINT})")
     yield driver
     driver.quit()
+
+
+@pytest.fixture(scope="session")
+def slow_run(smoke_run, tmp_path_factory) -> Path:
+    """The smoke run's tokenizer and settings with a larger, untrained model: its translations run to the
+    length limit (it rarely says EOS), so a long request is real work for the server's tests."""
+    import shutil
+
+    import torch
+
+    from model.inference.run_folder import read_checkpoint
+    from model.transformer import Seq2SeqTransformer
+
+    run = tmp_path_factory.mktemp("runs") / "slow"
+    shutil.copytree(smoke_run, run, ignore=shutil.ignore_patterns("checkpoints", "ctranslate2*", "wandb", "csv"))
+    state = read_checkpoint(smoke_run / "checkpoints" / "final.ckpt")
+    config = state["hyper_parameters"]["model_config"] | dict(d_model=128, num_heads=4, num_encoder_layers=2,
+                                                              num_decoder_layers=2, d_ff=512)
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(**config)
+    state["hyper_parameters"]["model_config"] = config
+    state["state_dict"] = {f"model.{k}": v for k, v in model.state_dict().items()}
+    (run / "checkpoints").mkdir()
+    torch.save(state, run / "checkpoints" / "final.ckpt")
+    return run

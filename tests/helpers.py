@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from pathlib import Path
@@ -76,3 +77,84 @@ def explorer_data(page: Path) -> dict:
     text = page.read_text(encoding="utf-8")
     found = re.search(r'<script id="attention-data" type="application/json">(.*?)</script>', text, flags=re.S)
     return json.loads(found.group(1))
+
+
+def call(port: int, method: str, path: str, body: bytes | dict | None = None, headers: dict | None = None,
+         timeout: float = 60) -> tuple[int, dict, bytes]:
+    """One HTTP request to 127.0.0.1:``port``: (status, headers, body), whatever the status."""
+    import http.client
+    import json
+
+    if isinstance(body, dict):
+        body, headers = json.dumps(body).encode(), {"Content-Type": "application/json", **(headers or {})}
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        connection.close()
+
+
+def post(port: int, body: dict, timeout: float = 60) -> dict:
+    """``POST /translate`` answered 200: its JSON."""
+    import json
+
+    status, _, data = call(port, "POST", "/translate", body, timeout=timeout)
+    assert status == 200, (status, data)
+    return json.loads(data)
+
+
+@contextlib.contextmanager
+def serving(run, *options: str):
+    """``translate.py run=RUN serve=true`` on a free local port, answering; Ctrl-C at the end (if still running).
+    Yields (port, ended, process); once stopped, ``ended`` holds (exit code, stdout, stderr)."""
+    import signal
+    import socket
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, str(ROOT / "translate.py"), f"run={run}", "serve=true",
+                                f"port={port}", *options], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    ended = []
+    try:
+        deadline = time.time() + 120
+        while process.poll() is None and time.time() < deadline:
+            try:
+                post(port, {"lines": []}, timeout=5)
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield port, ended, process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+        ended.extend((process.wait(timeout=60), process.stdout.read(), process.stderr.read()))
+
+
+@contextlib.contextmanager
+def file_size_limit(max_bytes: int):
+    """A real full-disk fault for this process: the OS refuses to grow any file past ``max_bytes``
+    (RLIMIT_FSIZE; Python ignores SIGXFSZ, so a write past it fails with EFBIG, "File too large")."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+
+
+def limit_file_size(max_bytes: int):
+    """``preexec_fn`` giving a child process that same fault (and the default Ctrl-C)."""
+    def limit() -> None:
+        import resource
+        import signal
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+    return limit

@@ -1,22 +1,21 @@
 """model/inference/server.py: the JSON API in-process (FastAPI's test client), requests batched together,
 and a real server on a local port that Ctrl-C stops cleanly."""
 
-import contextlib
 import json
+import os
 import signal
 import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
-from helpers import ROOT, explorer_data
-from model.inference.server import MAX_LINE_CHARS, MAX_LINES, create_app
+from helpers import ROOT, call, explorer_data, post, serving
+from model.inference.server import MAX_LINE_CHARS, MAX_LINES, Limits, create_app
 from model.inference.translator import Translator
 from model.search import SearchConfig
 from scripts.screenshot_explorer import save_full_page
@@ -32,7 +31,7 @@ def translator(smoke_run):
 @pytest.fixture(scope="module")
 def client(translator):
     # A wide window: concurrent test requests surely meet in one batch.
-    with TestClient(create_app(translator, translator.settings.search, window=0.2)) as client:
+    with TestClient(create_app(translator, translator.settings.search, Limits(window=0.2))) as client:
         yield client
 
 
@@ -105,11 +104,11 @@ def test_a_request_that_leaves_changes_nothing_for_the_others(translator):
     model.start()
 
     async def scenario() -> list[str]:
-        leaving = asyncio.create_task(batcher.translate(["I leave before the answer."], config))
-        staying = [asyncio.create_task(batcher.translate([line], config)) for line in SENTENCES]
-        await asyncio.sleep(0.01)
-        leaving.cancel()  # the client disconnects while its request waits in the batch
-        answers = await asyncio.gather(*staying)
+        deadline = time.monotonic() + 60
+        leaving = batcher.submit(["I leave before the answer."], config, [10], deadline)
+        staying = [batcher.submit([line], config, [10], deadline) for line in SENTENCES]
+        leaving.future.cancel()  # the client disconnects while its request waits
+        answers = await asyncio.gather(*(job.future for job in staying))
         return [answer[0].text for answer in answers]
 
     try:
@@ -126,37 +125,6 @@ def test_the_page_is_self_contained(client):
     assert "http://" not in page.replace("http://www.w3.org", "") and "https://" not in page  # nothing fetched
 
 
-def post(port: int, body: dict, timeout: float = 60) -> dict:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/translate", method="POST",
-                                     data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
-    return json.loads(urllib.request.urlopen(request, timeout=timeout).read())
-
-
-@contextlib.contextmanager
-def serving(run, *options: str):
-    """``translate.py run=RUN serve=true`` on a free local port, answering; Ctrl-C at the end.
-    Yields the port and, once stopped, fills ``ended`` with (exit code, stdout, stderr)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen([sys.executable, str(ROOT / "translate.py"), f"run={run}", "serve=true",
-                                f"port={port}", *options], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    ended = []
-    try:
-        deadline = time.time() + 120
-        while process.poll() is None and time.time() < deadline:
-            try:
-                post(port, {"lines": []}, timeout=5)
-                break
-            except OSError:
-                time.sleep(0.2)
-        yield port, ended, process.pid
-    finally:
-        process.send_signal(signal.SIGINT)
-        ended.extend((process.wait(timeout=60), process.stdout.read(), process.stderr.read()))
-
-
 def test_a_real_server_answers_on_localhost_and_ctrl_c_stops_it(smoke_run):
     with serving(smoke_run) as (port, ended, _):
         assert len(post(port, {"lines": ["Hello."]})["translations"]) == 1
@@ -168,17 +136,17 @@ def test_a_real_server_answers_on_localhost_and_ctrl_c_stops_it(smoke_run):
 def test_a_bounded_load_gets_every_answer_right(smoke_run, translator):
     # 16 clients x 20 requests against 127.0.0.1 only; the server's memory after it as after a warm-up.
     expected = {line: t.text for line, t in zip(SENTENCES, translator.translate(SENTENCES, SearchConfig(beam_size=1)))}
-    with serving(smoke_run) as (port, ended, pid):
+    with serving(smoke_run) as (port, ended, process):
         def client(number: int) -> list[bool]:
             lines = [SENTENCES[(number + i) % len(SENTENCES)] for i in range(20)]
             return [post(port, {"lines": [line], "beam_size": 1})["translations"] == [expected[line]] for line in lines]
 
         with ThreadPoolExecutor(16) as pool:
             warm = list(pool.map(client, range(16)))
-            memory = resident_kib(pid)
+            memory = resident_kib(process.pid)
             loaded = list(pool.map(client, range(16)))
         assert all(all(answers) for answers in warm + loaded)  # 640 answers, each its own request's
-        assert resident_kib(pid) < 1.25 * memory  # flat: the second round holds on to nothing
+        assert resident_kib(process.pid) < 1.25 * memory  # flat: the second round holds on to nothing
     assert ended[0] in (0, 130)
 
 
@@ -224,10 +192,96 @@ def test_the_page_in_a_real_browser(browser, smoke_run, tmp_path):
         assert set(hosts) <= {f"127.0.0.1:{port}"}  # nothing fetched from anywhere else
         save_full_page(browser, tmp_path / "server.png")
         assert (tmp_path / "server.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        browser.get(f"http://127.0.0.1:{port}/docs")  # the API's page, offline: shown with nothing fetched
+        assert "/translate" in browser.find_element(By.TAG_NAME, "pre").text
+        assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+        hosts = browser.execute_script("return performance.getEntriesByType('resource').map(r => new URL(r.name).host)")
+        assert set(hosts) <= {f"127.0.0.1:{port}"}
+        save_full_page(browser, tmp_path / "docs.png")
 
 
 def test_serving_options_are_checked_before_loading():
-    for args, message in ((["serve=true", "Hi."], "serve=true takes no sentences"), (["serve=true", "port=0"], "port=0")):
+    for args, message in ((["serve=true", "Hi."], "serve=true takes no sentences"), (["serve=true", "port=0"], "port=0"),
+                          (["serve=true", "serve.max_work=0"], "serve.max_work=0: must be above 0"),
+                          (["serve=true", "serve.deadline=soon"], "bad option: Value 'soon' of type 'str' could not be converted to Float")):
         result = subprocess.run([sys.executable, str(ROOT / "translate.py"), "run=does-not-matter", *args], cwd=ROOT,
                                 capture_output=True, text=True, timeout=120)
         assert result.returncode != 0 and message in result.stderr and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_the_limits_help_names_are_the_servers_defaults():
+    from dataclasses import asdict
+
+    help_text = subprocess.run([sys.executable, str(ROOT / "translate.py"), "--help"], cwd=ROOT, capture_output=True,
+                               text=True, timeout=120).stdout
+    for name, value in asdict(Limits()).items():
+        if name != "window":
+            line = next(line for line in help_text.splitlines() if line.strip().startswith(f"serve.{name}="))
+            assert line.rstrip().endswith(f"[{value:.12g}]"), line
+    with pytest.raises(ValueError, match="serve.max_work=100 is above serve.queue_work=50"):
+        Limits(max_work=100, queue_work=50)
+
+
+LONG = {"lines": [("Tom said that Mary thought that John knew that " * 40)[:2000]] * 64, "beam_size": 64}
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_short_requests_pass_long_work_and_a_client_that_leaves_frees_its_work(slow_run):
+    with serving(slow_run, "serve.max_work=1000000", "serve.queue_work=2000000") as (port, ended, process):
+        body = json.dumps(LONG).encode()
+        leaving = socket.create_connection(("127.0.0.1", port))
+        leaving.sendall(f"POST /translate HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                        f"Content-Length: {len(body)}\r\n\r\n".encode() + body)  # ~20 s of work
+        time.sleep(1)
+        start = time.monotonic()
+        assert post(port, {"lines": ["I like cats."]}, timeout=10)["translations"][0]
+        assert time.monotonic() - start < 2  # its turn came within a batch or two
+        leaving.close()  # the client leaves: its remaining ~18 s of work is dropped
+        time.sleep(1.5)
+        busy = cpu_seconds(process.pid)
+        time.sleep(1)
+        assert cpu_seconds(process.pid) - busy < 0.3  # idle again
+    assert ended[0] == 130 and b"Traceback" not in ended[2], ended[2].decode()
+
+
+def test_a_flood_over_the_queue_bound_gets_503_and_every_client_an_answer(slow_run):
+    request = {"lines": [f"Sentence number {i} is not short at all, my friend." for i in range(16)], "beam_size": 5}
+    with serving(slow_run, "serve.queue_work=20000", "serve.deadline=3") as (port, ended, process):
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda _: call(port, "POST", "/translate", request), range(4)))  # warm
+            memory = resident_kib(process.pid)
+            answers = list(pool.map(lambda _: call(port, "POST", "/translate", request, timeout=60), range(48)))
+        statuses = {status for status, _, _ in answers}
+        assert statuses <= {200, 503, 504} and 503 in statuses, statuses  # every client an answer or a status
+        busy = [headers for status, headers, _ in answers if status == 503]
+        assert all(int(headers["retry-after"]) >= 1 for headers in busy)
+        assert all("\n" not in json.loads(body)["error"] for status, _, body in answers if status != 200)
+        start = time.monotonic()
+        assert post(port, {"lines": ["I like cats."]}, timeout=10)["translations"][0]
+        assert time.monotonic() - start < 2
+        assert resident_kib(process.pid) < 1.25 * memory
+    assert ended[0] == 130
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_while_a_batch_runs_stops_within_two_seconds(slow_run, signum, code):
+    with serving(slow_run, "serve.max_work=1000000", "serve.queue_work=2000000") as (port, ended, process):
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(call, port, "POST", "/translate", LONG, None, 30)
+            time.sleep(1.5)
+            start = time.monotonic()
+            process.send_signal(signum)
+            process.wait(timeout=10)
+            stopped = time.monotonic() - start
+            try:
+                status = waiting.result(timeout=10)[0]
+            except OSError:  # the connection closed with the server
+                status = None
+    assert ended[0] == code and stopped < 2, (ended[0], stopped)
+    assert b"Traceback" not in ended[2] and b"stopped serving" in ended[1], ended[2].decode()
+    assert status in (503, None)

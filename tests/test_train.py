@@ -17,7 +17,7 @@ from hydra.errors import ConfigCompositionException, InstantiationException
 from hydra.utils import instantiate
 
 from data.datamodule import TranslationDataModule
-from helpers import ROOT, compose_train, explorer_data, run_train, train_in_process
+from helpers import ROOT, limit_file_size, compose_train, explorer_data, run_train, train_in_process
 from model.search import SearchConfig
 from model.transformer import Seq2SeqTransformer
 from model.training.non_finite import NonFiniteLossError
@@ -208,6 +208,32 @@ def test_ddp_with_two_cpu_processes(tmp_path, data_cache):
     assert final_step(run_dir) == 20
 
 
+def test_sigterm_to_both_ddp_ranks_saves_once_and_the_same_command_resumes(tmp_path, data_cache):
+    run_dir = tmp_path / "ddp_signalled"
+    last = run_dir / "checkpoints" / "last.ckpt"
+    args = ("trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2", "logger=csv", "test=false",
+            "trainer.max_steps=40", "trainer.val_check_interval=10")
+    process = run_train(run_dir, data_cache, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                        start_new_session=True)  # its own process group, as a scheduler's job has
+    deadline = time.time() + 300
+    while not last.is_file() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    ranks = [int(pid) for pid in Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()]
+    assert len(ranks) == 1  # rank 1, launched by rank 0
+    os.killpg(process.pid, signal.SIGTERM)  # both ranks at once, as Slurm or systemd stop a job
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 143 and "Traceback" not in stderr, stderr[-3000:]
+    saved_at = torch.load(last, weights_only=True)["global_step"]
+    assert 10 <= saved_at < 40 and not (run_dir / "checkpoints" / "final.ckpt").exists()
+    assert stderr.count("train.py: stopped by SIGTERM") == 1  # one rank says it, for both
+    assert stderr.strip().splitlines()[-1] == (f"train.py: stopped by SIGTERM at step {saved_at}; saved {last}: "
+                                               f"run the same command to resume from it")
+    assert not list(last.parent.glob(".*partial"))
+    result = run_train(run_dir, data_cache, *args)  # the same command: resumes from that step
+    assert "resuming the interrupted run" in result.stdout + result.stderr
+    assert final_step(run_dir) == 40
+
+
 @pytest.mark.parametrize("override, message", [
     ("model.num_heads=3", "not divisible by model.num_heads=3"),
     ("data.max_sentence_len=500", "exceeds model.max_len=128"),
@@ -254,28 +280,18 @@ def test_a_corpus_that_cannot_be_used_is_one_line(tmp_path, data_cache):
         train_in_process(tmp_path / "run2", data_cache, f"data.corpus_path={tmp_path / 'missing.zip'}")
 
 
-def test_a_full_disk_during_training_is_one_error_naming_the_checkpoint(tmp_path, data_cache, monkeypatch):
-    import errno
-
-    import model.training.checkpoint_io as checkpoint_io
-    from model.training.checkpoint_io import CheckpointWriteError
-
-    real_save, saves = checkpoint_io.torch.save, []
-
-    def fills_the_disk(obj, f):  # the second checkpoint of the run finds the disk full
-        saves.append(1)
-        if len(saves) == 2:
-            f.write(b"half")
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real_save(obj, f)
-
-    monkeypatch.setattr(checkpoint_io.torch, "save", fills_the_disk)
+def test_a_full_disk_during_training_is_one_error_naming_the_checkpoint(smoke_run, tmp_path, data_cache):
+    # The OS refuses to grow a file past 300 kB: the run's small files are written (the data cache is built,
+    # by the smoke run), its first checkpoint (weights and optimizer state, ~480 kB) is not.
     run = tmp_path / "full"
-    with pytest.raises(CheckpointWriteError) as error:
-        train_in_process(run, data_cache, "logger=csv", "test=false")
-    assert error.value.strerror.endswith("cannot write the checkpoint (No space left on device); the previous one is intact")
-    assert not list((run / "checkpoints").glob(".*.partial"))  # nothing half-written left behind
-    assert torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 10  # the first save
+    process = run_train(run, data_cache, "logger=csv", "test=false", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        text=True, preexec_fn=limit_file_size(300_000))
+    _, stderr = process.communicate(timeout=600)
+    assert process.returncode == 1 and "Traceback" not in stderr, stderr[-3000:]
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith(f"train.py: {run / 'checkpoints'}/") and last.endswith(
+        "cannot write the checkpoint (File too large); the previous one is intact"), last
+    assert not list((run / "checkpoints").glob(".*partial"))  # nothing half-written left behind
 
 
 def test_a_run_folder_keeps_its_settings(smoke_run, tmp_path, data_cache):

@@ -1,14 +1,22 @@
-"""The server's model loop: requests' lines gathered into batches of similar length, oldest first.
+"""The server's model loop: every request's lines in model batches, taking turns, with bounded work.
 
-The web layer (``server.py``) hands each request's lines to ``Batcher.translate`` and awaits them;
-one model thread runs ``Batcher.run``, which takes the next batch, translates it and answers every
-request whose lines are all done. A request's answer never depends on the lines it was batched with.
+The web layer (``server.py``) hands each request to ``Batcher.submit`` with the work each line costs
+(source tokens × beam width) and awaits it; one model thread runs ``Batcher.run``: it takes the
+next batch, translates it and answers every request whose lines are all done. Requests take turns:
+a batch holds one line of each waiting request, the one served longest ago first, then a second of
+each, … up to ``batch_lines`` lines and ``batch_work`` work, so a long request cannot make short ones
+wait behind all of it. The work
+waiting is bounded (``queue_work``: beyond it a request is refused at once, ``Overloaded``), and a
+request whose deadline passes, or whose client leaves, is dropped with the lines it still had
+waiting. A request's answer never depends on the lines it was batched with.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -16,138 +24,187 @@ from model.inference.translator import Translation, Translator
 from model.search import SearchConfig
 
 
-@dataclass
-class _Job:
-    """One request: its lines, their translations as they come, and the future its handler awaits."""
+class ServerStopping(RuntimeError):
+    """The server stops: work not done yet is not done."""
+
+
+class Overloaded(RuntimeError):
+    """More work waits than the server takes; ``retry_after``: seconds until it has done what waits."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@dataclass(eq=False)
+class Job:
+    """One request's work: its lines (or one call on the model), their translations as they come, and the
+    future its handler awaits, settled from the model's thread."""
 
     lines: list[str]
     config: SearchConfig
+    costs: list[int]  # work of each line: source tokens × beam width
     future: asyncio.Future
     loop: asyncio.AbstractEventLoop
+    deadline: float  # time.monotonic() after which the request is dropped
+    call: Callable[[], object] | None = None  # other work on the model (n-best, attention), instead of lines
     results: list[Translation | None] = field(default_factory=list)
     missing: int = 0  # lines not translated yet
+    served: int = -1  # the last batch that held one of its lines (-1: none yet)
 
     def __post_init__(self) -> None:
         self.results, self.missing = [None] * len(self.lines), len(self.lines)
 
-    def answer(self, result: object, error: BaseException | None = None) -> None:
-        """Hand the handler its result (or error), from the model's thread; a client that left gets nothing."""
+    @property
+    def dropped(self) -> bool:
+        """Answered already, or its handler gave up on it (the client left, the deadline passed)."""
+        return self.future.done()
+
+    def answer(self, result: object = None, error: BaseException | None = None) -> None:
+        """Hand the handler its result (or error), from any thread; a handler that gave up gets nothing."""
         def settle() -> None:
             if not self.future.done():
                 self.future.set_exception(error) if error else self.future.set_result(result)
-        self.loop.call_soon_threadsafe(settle)
-
-
-class ServerStopping(RuntimeError):
-    """The server stops: work that was waiting is not done."""
+        try:
+            self.loop.call_soon_threadsafe(settle)
+        except RuntimeError:  # its event loop is closed: nobody waits any more
+            pass
 
 
 @dataclass
 class Batcher:
-    """Turns requests' lines into model batches, on one model thread. The oldest waiting line goes next,
-    with up to ``batch_lines - 1`` waiting lines closest to it in length (the same search setting): a
-    batch of similar lengths does not run to one long sentence, no line waits behind ever newer ones,
-    a request is answered as soon as its own lines are done, and lines that arrived meanwhile join the
-    next batch. When the model is idle, requests arriving within ``window`` seconds start together.
+    """Requests' lines into model batches, taking turns, on one model thread (see the module docstring).
 
     ``run`` is the model's loop: ``serve`` runs it on the main thread (where PyTorch's CPU thread pool
-    runs at full speed; from another thread it ran a third slower), a test client on a thread of its own.
-    Other work on the model (n-best, attention) goes through ``call``, between batches."""
+    runs at full speed; from another thread it ran a third slower), a test client on a thread of its
+    own. When fewer lines wait than fill a batch, it waits up to ``window`` seconds for more (requests
+    sent together, clients just answered coming back)."""
 
     translator: Translator
     window: float = 0.01
     batch_lines: int = 16
+    batch_work: int = 2048
+    queue_work: int = 65536
     batches: int = 0  # model batches run so far
     running: bool = False  # a thread runs ``run``
-    _waiting: list[tuple[_Job, int]] = field(default_factory=list)  # (request, line) in arrival order
-    _calls: list[tuple[Callable[[], object], _Job]] = field(default_factory=list)
+    _waiting: list[tuple[Job, int]] = field(default_factory=list)  # (request, line) in arrival order
+    _calls: list[Job] = field(default_factory=list)
+    _current: list[Job] = field(default_factory=list)  # the requests of the batch (or call) running now
+    _taken: int = 0  # batches taken so far
+    _rate: float = 2000.0  # work done per second, as measured (a first guess until then)
     _stopping: bool = False
     _changed: threading.Condition = field(default_factory=threading.Condition)
 
-    async def translate(self, lines: list[str], config: SearchConfig) -> list[Translation]:
-        job = _Job(lines, config, asyncio.get_running_loop().create_future(), asyncio.get_running_loop())
+    def submit(self, lines: list[str], config: SearchConfig, costs: list[int], deadline: float,
+               call: Callable[[], object] | None = None) -> Job:
+        """Queue a request's lines (or one ``call`` on the model, costing ``costs[0]``); its ``future`` gets
+        the translations in order (or the call's result). Refused at once, ``Overloaded``, when the work
+        already waiting and this request's would pass ``queue_work``; ``ServerStopping`` once stopping."""
+        loop = asyncio.get_running_loop()
+        job = Job(lines, config, costs, loop.create_future(), loop, deadline, call)
         with self._changed:
             if self._stopping:
                 raise ServerStopping("the server is stopping")
-            self._waiting += [(job, i) for i in range(len(lines))]
+            waiting = sum(item.costs[i] for item, i in self._waiting if not item.dropped)
+            if waiting and waiting + sum(costs) > self.queue_work:
+                retry = max(1, math.ceil(waiting / self._rate))
+                raise Overloaded(f"the server is busy: {waiting} work waits, and {sum(costs)} more would pass "
+                                 f"serve.queue_work={self.queue_work}; try again in {retry} s", retry)
+            if call is not None:
+                self._calls.append(job)
+            else:
+                self._waiting += [(job, i) for i in range(len(lines))]
             self._changed.notify()
-        if not lines:
-            return []
-        return await job.future
-
-    async def call(self, work: Callable[[], object]) -> object:
-        """``work()`` on the model's thread, between batches."""
-        job = _Job([], SearchConfig(), asyncio.get_running_loop().create_future(), asyncio.get_running_loop())
-        with self._changed:
-            if self._stopping:
-                raise ServerStopping("the server is stopping")
-            self._calls.append((work, job))
-            self._changed.notify()
-        return await job.future
+        if not lines and call is None:
+            job.answer([])
+        return job
 
     def run(self) -> None:
         """The model's loop, until ``stop``: one batch (or call) at a time."""
         self.running = True
         while (work := self._next_work()) is not None:
-            if isinstance(work, tuple):
-                function, job = work
+            if isinstance(work, Job):
+                self._current = [work]
                 try:
-                    job.answer(function())
+                    work.answer(work.call())
                 except Exception as error:  # noqa: BLE001 — the request gets the error, the server goes on
-                    job.answer(None, error)
+                    work.answer(error=error)
             else:
                 self._run_batch(work)
-        with self._changed:  # what still waits is answered: the server stops
-            for job in [job for job, _ in self._waiting] + [job for _, job in self._calls]:
-                job.answer(None, ServerStopping("the server is stopping"))
-            self._waiting.clear()
-            self._calls.clear()
+            self._current = []
 
     def stop(self) -> None:
+        """No new work; what waits or runs is answered ``ServerStopping``; ``run`` returns."""
         with self._changed:
             self._stopping = True
+            for job in {*(job for job, _ in self._waiting), *self._calls, *self._current}:
+                job.answer(error=ServerStopping("the server is stopping"))
+            self._waiting.clear()
+            self._calls.clear()
             self._changed.notify()
 
-    def _next_work(self) -> list[tuple[_Job, int]] | tuple[Callable[[], object], _Job] | None:
-        """The next batch of lines (a list) or call (a tuple); None when stopping."""
+    def _next_work(self) -> list[tuple[Job, int]] | Job | None:
+        """The next batch of lines (a list) or call (a Job); None when stopping."""
         with self._changed:
-            while not self._waiting and not self._calls and not self._stopping:
-                self._changed.wait()
-            if self._stopping:
-                return None
-            if self._waiting and len(self._waiting) < self.batch_lines:
-                # Room in the batch: let the requests sent together (or answered just now, coming back)
-                # arrive for a moment, rather than start half-empty.
-                self._changed.wait_for(lambda: self._stopping or len(self._waiting) >= self.batch_lines,
-                                       timeout=self.window)
-            if self._calls:
-                return self._calls.pop(0)
-            return self._next_batch()
+            while True:
+                while not self._waiting and not self._calls and not self._stopping:
+                    self._changed.wait()
+                if self._stopping:
+                    return None
+                if self._calls:
+                    return self._calls.pop(0)
+                if len(self._waiting) < self.batch_lines:  # room: let the lines sent together arrive
+                    self._changed.wait_for(lambda: self._stopping or len(self._waiting) >= self.batch_lines,
+                                           timeout=self.window)
+                if batch := self._next_batch():
+                    return batch
 
-    def _next_batch(self) -> list[tuple[_Job, int]]:
-        """The oldest waiting line and the waiting lines of its search setting closest to it in length."""
-        self._waiting = [item for item in self._waiting if not item[0].future.done()]  # a client that left
+    def _next_batch(self) -> list[tuple[Job, int]]:
+        """Lines of the waiting requests in turns: the first waiting line of each request (the one served
+        longest ago first, with its search setting), then the second of each, … within the batch's bounds."""
+        now = time.monotonic()  # a request past its deadline is dropped: its handler answers 504
+        self._waiting = [item for item in self._waiting if not item[0].dropped and item[0].deadline >= now]
         if not self._waiting:
             return []
-        first = self._waiting[0]
-        length = len(first[0].lines[first[1]])
-        same = [item for item in self._waiting[1:] if item[0].config == first[0].config]
-        same.sort(key=lambda item: abs(len(item[0].lines[item[1]]) - length))  # stable: older first on ties
-        batch = [first] + same[: self.batch_lines - 1]
-        chosen = {(id(job), i) for job, i in batch}
-        self._waiting = [item for item in self._waiting if (id(item[0]), item[1]) not in chosen]
+        turns: dict[Job, list[tuple[Job, int]]] = {}  # each request's waiting lines
+        for item in self._waiting:
+            turns.setdefault(item[0], []).append(item)
+        # The request served longest ago goes first (a new one before all that were served), then arrival order.
+        order = sorted(turns, key=lambda job: job.served)
+        config = order[0].config
+        turns = {job: turns[job] for job in order if job.config == config}
+        batch, work = [], 0
+        while len(batch) < self.batch_lines:
+            took = False
+            for lines in turns.values():
+                if not lines or len(batch) == self.batch_lines:
+                    continue
+                job, i = lines[0]
+                if batch and work + job.costs[i] > self.batch_work:
+                    continue  # over the batch's work: its turn comes in the next batch
+                batch.append(lines.pop(0))
+                work, took = work + job.costs[i], True
+            if not took:
+                break
+        chosen = set(batch)
+        self._waiting = [item for item in self._waiting if item not in chosen]
+        self._taken += 1
+        for job, _ in batch:
+            job.served = self._taken
         return batch
 
-    def _run_batch(self, batch: list[tuple[_Job, int]]) -> None:
-        if not batch:
-            return
+    def _run_batch(self, batch: list[tuple[Job, int]]) -> None:
+        self._current = list({job for job, _ in batch})
+        start = time.monotonic()
         try:
             results = self.translator.translate([job.lines[i] for job, i in batch], batch[0][0].config,
                                                 batch_size=len(batch))
         except Exception as error:  # noqa: BLE001 — every request in the batch gets the error, the server goes on
-            for job, _ in batch:
-                job.answer(None, error)
+            for job in self._current:
+                job.answer(error=error)
             return
+        seconds = time.monotonic() - start
+        self._rate = 0.8 * self._rate + 0.2 * sum(job.costs[i] for job, i in batch) / max(seconds, 1e-3)
         self.batches += 1
         for (job, i), result in zip(batch, results):  # each request gets exactly its own lines back, in order
             job.results[i] = result

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 
+from data.lines import clean_text
 from data.tokenizer import JOINT_FILE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
 from model.inference.run_folder import RunFiles, RunLoadError, RunSettings, model_config, open_run
 from model.inference.search_backends import ENGINES, OurSearch, SearchBackend
@@ -117,10 +118,17 @@ class Translator:
         return 16 * self.max_source_tokens
 
     def encode(self, texts: list[str]) -> list[list[int]]:
-        """Source ids, truncated to the length limit (EOS kept); counted in ``self.truncated``."""
-        ids = self.tokenizer.encode_src([text[: self.max_source_chars] for text in texts])
+        """Source ids, truncated to the length limit (EOS kept); counted in ``self.truncated``. Lone surrogates
+        and control characters are cleaned first (``data.lines.clean_text``)."""
+        ids = self.tokenizer.encode_src([clean_text(text[: self.max_source_chars]) for text in texts])
         self.truncated += sum(len(seq) > self.max_source_tokens for seq in ids)
         return [truncate_source(seq, self.max_source_tokens) for seq in ids]
+
+    def source_tokens(self, lines: list[str]) -> list[int]:
+        """How many source tokens the model would read of each line (0 for an empty line): what its search costs."""
+        counts = [len(ids) for ids in self.tokenizer.encode_src([clean_text(line.strip()[: self.max_source_chars])
+                                                                 for line in lines])]
+        return [min(n, self.max_source_tokens) if line.strip() else 0 for n, line in zip(counts, lines)]
 
     def text(self, output_ids: list[list[int]]) -> list[str]:
         """Spanish text of output ids, one line each (byte-level BPE can spell a line break)."""

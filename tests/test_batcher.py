@@ -1,0 +1,110 @@
+"""model/inference/batcher.py: requests take turns in model batches, within bounds of work, queue and time."""
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from model.inference.batcher import Batcher, Overloaded, ServerStopping
+from model.inference.translator import Translation
+from model.search import SearchConfig
+
+CONFIG = SearchConfig(beam_size=2)
+
+
+class Recorder:
+    """Stands in for a Translator: records the batches it is given and answers each line with itself."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    def translate(self, lines, config, batch_size):
+        self.batches.append(list(lines))
+        return [Translation(line, line.upper(), [1], [1]) for line in lines]
+
+
+def run_scenario(batcher: Batcher, scenario) -> object:
+    """``scenario()`` (a coroutine function) in an event loop while ``batcher.run`` works on a thread."""
+    model = threading.Thread(target=batcher.run)
+    model.start()
+    try:
+        return asyncio.run(scenario())
+    finally:
+        batcher.stop()
+        model.join(timeout=10)
+
+
+def test_a_long_request_takes_turns_with_a_short_one():
+    recorder = Recorder()
+    batcher = Batcher(recorder, window=0.2, batch_lines=4)
+
+    async def scenario():
+        later = time.monotonic() + 60
+        long = batcher.submit([f"long {i}" for i in range(10)], CONFIG, [1] * 10, later)
+        short = batcher.submit(["short"], CONFIG, [1], later)
+        return await long.future, await short.future
+
+    long, short = run_scenario(batcher, scenario)
+    assert [t.text for t in long] == [f"LONG {i}" for i in range(10)] and short[0].text == "SHORT"
+    # The short request's line goes in the very first batch, beside the long one's first lines.
+    assert recorder.batches[0] == ["long 0", "short", "long 1", "long 2"]
+    assert [len(batch) for batch in recorder.batches] == [4, 4, 3]
+
+
+def test_a_batch_holds_at_most_its_work_and_a_line_over_it_goes_alone():
+    recorder = Recorder()
+    batcher = Batcher(recorder, window=0.2, batch_lines=16, batch_work=100)
+
+    async def scenario():
+        later = time.monotonic() + 60
+        jobs = [batcher.submit(["a", "b", "c"], CONFIG, [40, 40, 40], later),
+                batcher.submit(["huge"], CONFIG, [500], later)]
+        return [await job.future for job in jobs]
+
+    run_scenario(batcher, scenario)
+    assert recorder.batches == [["a", "b"], ["huge"], ["c"]]  # 80 of 100; then huge, alone, its turn; the rest
+
+
+def test_work_over_the_queue_bound_is_refused_at_once_with_a_retry_time():
+    batcher = Batcher(Recorder(), queue_work=100)  # no model loop: everything waits
+
+    async def scenario():
+        later = time.monotonic() + 60
+        first = batcher.submit(["a"], CONFIG, [90], later)  # waits
+        with pytest.raises(Overloaded) as refused:
+            batcher.submit(["b"], CONFIG, [20], later)
+        batcher.submit(["c"], CONFIG, [10], later)  # still within the bound
+        first.future.cancel()  # its client left: its work no longer counts
+        batcher.submit(["d"], CONFIG, [80], later)
+        return refused.value
+
+    refused = asyncio.run(scenario())
+    assert refused.retry_after >= 1 and "serve.queue_work=100" in str(refused) and "\n" not in str(refused)
+
+
+def test_a_request_past_its_deadline_is_dropped_unread():
+    recorder = Recorder()
+    batcher = Batcher(recorder, window=0.2)
+
+    async def scenario():
+        batcher.submit(["too late"], CONFIG, [1], time.monotonic() - 1)
+        job = batcher.submit(["in time"], CONFIG, [1], time.monotonic() + 60)
+        return await job.future
+
+    assert run_scenario(batcher, scenario)[0].text == "IN TIME"
+    assert recorder.batches == [["in time"]]
+
+
+def test_stopping_answers_what_waits_and_refuses_what_comes():
+    batcher = Batcher(Recorder())
+
+    async def scenario():
+        waiting = batcher.submit(["a"], CONFIG, [1], time.monotonic() + 60)
+        batcher.stop()
+        with pytest.raises(ServerStopping):
+            await waiting.future
+        with pytest.raises(ServerStopping):
+            batcher.submit(["b"], CONFIG, [1], time.monotonic() + 60)
+
+    asyncio.run(scenario())

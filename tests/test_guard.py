@@ -1,0 +1,93 @@
+"""model/inference/guard.py and the server's limits, against a real server on a free local port: bodies
+bounded before they are read, the Host check, bad characters, work over the budget, /docs offline."""
+
+import json
+import re
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import call, post, serving
+
+HEAVY = {"lines": [("Tom said that Mary thought that John knew that " * 40)[:2000]] * 64, "beam_size": 64,
+         "n_best": True, "attention": True}
+
+
+@pytest.fixture(scope="module")
+def server(slow_run):
+    with serving(slow_run) as (port, ended, process):
+        yield port, process
+    assert ended[0] == 130 and b"Traceback" not in ended[2], ended[2].decode()
+
+
+def until_closed(connection: socket.socket) -> str:
+    """Everything the server sends until it closes the connection."""
+    received = b""
+    while chunk := connection.recv(65536):
+        received += chunk
+    return received.decode()
+
+
+def resident_kib(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
+
+
+def test_a_request_over_the_work_budget_is_refused_at_once(server):
+    port, _ = server
+    start = time.monotonic()
+    status, _, body = call(port, "POST", "/translate", HEAVY)
+    error = json.loads(body)["error"]
+    assert status == 413 and time.monotonic() - start < 2 and "serve.max_work=8192" in error and "\n" not in error
+    assert post(port, {"lines": ["I like cats."]}, timeout=5)["translations"][0]  # nothing else was held up
+
+
+@pytest.mark.parametrize("line", ["\ud800 hello", "\udfff", "a\x00b", "bell\x07 and escape\x1b[31m", "del\x7f \x85"])
+def test_characters_a_tokenizer_cannot_take_are_cleaned_not_a_500(server, line):
+    port, _ = server
+    status, _, body = call(port, "POST", "/translate", json.dumps({"lines": [line]}).encode(),  # \ud800 stays escaped
+                           {"Content-Type": "application/json"})
+    assert status == 200 and len(json.loads(body)["translations"]) == 1, body
+
+
+def test_a_body_over_the_bound_is_refused_before_it_is_read(server):
+    port, process = server
+    memory = resident_kib(process.pid)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:  # 100 MB announced, none sent
+        connection.sendall(f"POST /translate HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                           f"Content-Length: {100_000_000}\r\n\r\n".encode())
+        start = time.monotonic()
+        answer = until_closed(connection)
+    assert answer.startswith("HTTP/1.1 413") and "over the bound of 1000000 bytes" in answer
+    assert time.monotonic() - start < 2
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:  # streamed: cut when it passes
+        connection.sendall(f"POST /translate HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                           f"Transfer-Encoding: chunked\r\n\r\n".encode())
+        chunk = b"x" * 65536
+        for _ in range(17):  # just over 1 MB, and the body not ended: the server answers as soon as it passes
+            connection.sendall(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            time.sleep(0.02)  # each chunk read before the next: nothing unread when it closes (no reset)
+        answer = until_closed(connection)
+    assert answer.startswith("HTTP/1.1 413")
+    assert resident_kib(process.pid) < memory + 20_000  # no 100 MB body held
+
+
+def test_only_this_machines_names_are_answered_on_loopback(server):
+    port, _ = server
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"):
+        assert call(port, "POST", "/translate", {"lines": ["Hi."]}, {"Host": host})[0] == 200, host
+    for host in ("evil.example", f"evil.example:{port}", f"127.0.0.1.evil.example:{port}", ""):
+        status, _, body = call(port, "POST", "/translate", {"lines": ["Hi."]}, {"Host": host})
+        assert status == 421 and "is not this server" in json.loads(body)["error"], host
+
+
+def test_the_api_docs_need_nothing_from_elsewhere(server):
+    port, _ = server
+    status, _, page = call(port, "GET", "/docs")
+    text = page.decode()
+    assert status == 200 and "/translate" in text and "TranslateRequest" in text
+    assert "<script" not in text and "cdn" not in text.lower()  # offline: nothing to fetch
+    assert all(link == '<link rel=icon href="data:,">' for link in re.findall(r"<link[^>]*>", text))
+    assert call(port, "GET", "/openapi.json")[0] == 200
