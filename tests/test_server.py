@@ -249,6 +249,20 @@ def test_short_requests_pass_long_work_and_a_client_that_leaves_frees_its_work(s
     assert ended[0] == 130 and b"Traceback" not in ended[2], ended[2].decode()
 
 
+def test_a_request_past_its_deadline_gets_504_and_its_work_is_dropped(slow_run):
+    with serving(slow_run, "serve.max_work=1000000", "serve.queue_work=2000000", "serve.deadline=1") as (
+            port, ended, process):
+        start = time.monotonic()
+        status, _, body = call(port, "POST", "/translate", LONG)  # ~20 s of work
+        assert status == 504 and "serve.deadline=1 s" in json.loads(body)["error"]
+        assert time.monotonic() - start < 2.5  # answered at the deadline, not when the work would end
+        time.sleep(1)  # the batch running then ends; the rest of the request's lines are dropped
+        busy = cpu_seconds(process.pid)
+        time.sleep(1)
+        assert cpu_seconds(process.pid) - busy < 0.3
+    assert ended[0] == 130
+
+
 def test_a_flood_over_the_queue_bound_gets_503_and_every_client_an_answer(slow_run):
     request = {"lines": [f"Sentence number {i} is not short at all, my friend." for i in range(16)], "beam_size": 5}
     with serving(slow_run, "serve.queue_work=20000", "serve.deadline=3") as (port, ended, process):
