@@ -120,15 +120,18 @@ class Translator:
     def encode(self, texts: list[str]) -> list[list[int]]:
         """Source ids, truncated to the length limit (EOS kept); counted in ``self.truncated``. Lone surrogates
         and control characters are cleaned first (``data.lines.clean_text``)."""
-        ids = self.tokenizer.encode_src([clean_text(text[: self.max_source_chars]) for text in texts])
+        ids = self._source_ids(texts)
         self.truncated += sum(len(seq) > self.max_source_tokens for seq in ids)
         return [truncate_source(seq, self.max_source_tokens) for seq in ids]
 
     def source_tokens(self, lines: list[str]) -> list[int]:
         """How many source tokens the model would read of each line (0 for an empty line): what its search costs."""
-        counts = [len(ids) for ids in self.tokenizer.encode_src([clean_text(line.strip()[: self.max_source_chars])
-                                                                 for line in lines])]
+        counts = [len(ids) for ids in self._source_ids([line.strip() for line in lines])]
         return [min(n, self.max_source_tokens) if line.strip() else 0 for n, line in zip(counts, lines)]
+
+    def _source_ids(self, texts: list[str]) -> list[list[int]]:
+        """The tokenizer's ids of each text, cut to ``max_source_chars`` and cleaned, before truncation."""
+        return self.tokenizer.encode_src([clean_text(text[: self.max_source_chars]) for text in texts])
 
     def text(self, output_ids: list[list[int]]) -> list[str]:
         """Spanish text of output ids, one line each (byte-level BPE can spell a line break)."""
