@@ -42,10 +42,12 @@ from data.corpus import CorpusError, CorpusNotFoundError
 from data.datamodule import DataCacheError, data_problems
 from data.tokenizer import tokenizer_fingerprint
 from model.inference.run_folder import RunLoadError, read_checkpoint
+from model.training.budget import TrainingBudget
 from model.training.checkpoint_io import AtomicCheckpointIO, CheckpointWriteError, resume_point
 from model.training.interrupt import GracefulStop, TrainingInterrupted
+from model.training.machine import Machine, decide_machine, settle_settings, with_recipe
 from model.training.non_finite import NonFiniteLossError
-from model.training.precision import choose_precision, on_gpu, peak_flops
+from model.training.precision import peak_flops
 from model.training.schedule import schedule_problems
 from model.training.timing import RunClock, TimeSplit, TimeSplitReport
 from model.transformer import shape_problems
@@ -163,25 +165,28 @@ def train(cfg: DictConfig) -> dict[str, float]:
 
     Everything lands in ``cfg.paths.output_dir``. Returns the final metrics (validation and,
     with ``cfg.test``, test). Tests call this directly; ``main`` is the command-line wrapper.
+    The machine is decided once, here, and its answer written into ``cfg``'s ``auto`` settings.
     Bad settings raise ``SettingsError`` before anything is built; a non-finite loss stops
     training with ``NonFiniteLossError`` and writes no ``final.ckpt``.
     """
+    machine = decide_machine(cfg, composed_recipe())
+    log.info(machine.line())
+    settle_settings(cfg, machine)
     check_config(cfg)
     ckpt_path = given_checkpoint(cfg)  # before any work: a given checkpoint must load safely
     run_dir = Path(cfg.paths.output_dir)
     lock = lock_run_folder(run_dir)
     try:
-        return _train(cfg, run_dir, ckpt_path or interrupted_run_checkpoint(run_dir))
+        return _train(cfg, machine, run_dir, ckpt_path or interrupted_run_checkpoint(run_dir))
     finally:
         if lock is not None:
             (run_dir / ".train.pid").unlink(missing_ok=True)
             lock.release()
 
 
-def _train(cfg: DictConfig, run_dir: Path, ckpt_path: str | None) -> dict[str, float]:
+def _train(cfg: DictConfig, machine: Machine, run_dir: Path, ckpt_path: str | None) -> dict[str, float]:
     """``train`` once its settings are checked and its run folder is held."""
-    gpu = on_gpu(cfg.trainer.accelerator)
-    clock = RunClock("cuda" if gpu else "cpu")  # where the time goes: data, steps, validation, views, ...
+    clock = RunClock(machine.device_type)  # where the time goes: data, steps, validation, views, ...
     group = sweep_group()
     if group and cfg.get("logger") and "wandb" in cfg.logger:
         with open_dict(cfg):
@@ -195,8 +200,6 @@ def _train(cfg: DictConfig, run_dir: Path, ckpt_path: str | None) -> dict[str, f
         cfg.model.src_vocab_size = datamodule.src_vocab_size
         cfg.model.tgt_vocab_size = datamodule.tgt_vocab_size
         cfg.model.pad_id = datamodule.special_ids["pad_id"]
-        if cfg.trainer.precision == "auto":  # bf16 autocast only where it is faster (model/training/precision.py)
-            cfg.trainer.precision = choose_precision(cfg.trainer.accelerator)
     # Kept in the checkpoint (plain values, no _target_) so translate.py can rebuild the model.
     model_config = {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items() if k != "_target_"}
     check_run_folder(cfg, run_dir, model_config, datamodule.tokenizer_folder)
@@ -209,21 +212,20 @@ def _train(cfg: DictConfig, run_dir: Path, ckpt_path: str | None) -> dict[str, f
     loggers = [instantiate(c) for c in cfg.logger.values() if c is not None] if cfg.get("logger") else []
     for logger in loggers:
         logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
-    # A preset switches a callback off with null (experiment=gpu: no early stopping).
-    callbacks = [instantiate(c) for c in cfg.callbacks.values() if c is not None] if cfg.get("callbacks") else []
-    for callback in callbacks:  # callbacks that time their own work (the attention views) share the clock
-        if hasattr(callback, "clock"):
-            callback.clock = clock
-    stopper = GracefulStop()  # Ctrl-C / SIGTERM: save last.ckpt at the step, then stop
+    # A preset switches a callback off with null (experiment=gpu: no early stopping). The attention views
+    # time their own work on the run's clock.
+    callbacks = [instantiate(c, **({"clock": clock} if name == "attention_views" else {}))
+                 for name, c in (cfg.get("callbacks") or {}).items() if c is not None]
     time_split = TimeSplit(clock)  # first of the callbacks: a step's time starts before any other hook's
-    asynchronous = cfg.checkpoints.asynchronous
-    checkpoint_io = AtomicCheckpointIO(asynchronous=gpu if asynchronous == "auto" else bool(asynchronous),
-                                       clock=clock)
-    trainer = instantiate(cfg.trainer, logger=loggers or False, callbacks=[time_split, *callbacks, stopper],
-                          default_root_dir=str(run_dir), plugins=[checkpoint_io])
+    # trainer.max_time and timed last.ckpt writes, decided at logging steps (Lightning's ask every step).
+    budget = TrainingBudget(cfg.trainer.get("max_time"), cfg.checkpoints.get("last_every_minutes"))
+    stopper = GracefulStop()  # Ctrl-C / SIGTERM: save last.ckpt at the step, then stop
+    checkpoint_io = AtomicCheckpointIO(asynchronous=cfg.checkpoints.asynchronous, clock=clock)
+    trainer = instantiate(cfg.trainer, max_time=None, logger=loggers or False, default_root_dir=str(run_dir),
+                          callbacks=[time_split, *callbacks, budget, stopper], plugins=[checkpoint_io])
     n_params = sum(p.numel() for p in model.parameters())
     log.info("model: %.1fM parameters; run folder: %s", n_params / 1e6, run_dir)
-    peak = peak_flops(cfg.trainer.precision, "cuda" if gpu else "cpu")  # what MFU is measured against
+    peak = peak_flops(cfg.trainer.precision, machine.device_type)  # what MFU is measured against
 
     # Said in one line above instead: the token-bucket sampler reshuffles per epoch, from its seed.
     warnings.filterwarnings("ignore", message=".*your dataloader is not resumable.*")
@@ -294,31 +296,13 @@ def objective(cfg: DictConfig, metrics: dict[str, float]) -> float | dict[str, f
     return metrics[name]
 
 
-def choose_recipe(argv: list[str]) -> tuple[list[str], str]:
-    """The command line with the recipe for this machine, and the line that says which and why.
-
-    Where CUDA is found, ``python train.py`` trains the GPU recipe (``experiment=gpu``); a given
-    ``experiment=`` or ``trainer.accelerator=`` decides instead (``experiment=cpu`` forces the CPU's).
-    """
-    given = {arg.partition("=")[0].lstrip("+~"): arg.partition("=")[2] for arg in argv if "=" in arg}
-    if "experiment" in given:
-        return argv, f"recipe: experiment={given['experiment']} (as given)"
-    if "trainer.accelerator" in given:
-        return argv, f"recipe: the CPU recipe's settings on trainer.accelerator={given['trainer.accelerator']} (as given)"
-    import torch
-
-    if torch.cuda.is_available():
-        return [*argv, "experiment=gpu"], (f"recipe: experiment=gpu ({torch.cuda.get_device_name()} found; "
-                                           f"experiment=cpu forces the CPU recipe)")
-    return argv, "recipe: the CPU recipe (no CUDA device; experiment=gpu forces the GPU recipe)"
-
-
-RECIPE = "recipe: as composed"  # set by choose_recipe when run from the command line
+def composed_recipe() -> str | None:
+    """The ``experiment=`` preset Hydra composed for this run (None when composed outside Hydra's command line)."""
+    return HydraConfig.get().runtime.choices.get("experiment") if HydraConfig.initialized() else None
 
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="train")
 def main(cfg: DictConfig) -> float | dict[str, float]:
-    log.info(RECIPE)
     try:
         return objective(cfg, train(cfg))
     except NonFiniteLossError as error:
@@ -343,5 +327,5 @@ if __name__ == "__main__":
         check_group_choices(sys.argv[1:])
     except SettingsError as error:
         sys.exit(f"train.py: {error}")
-    sys.argv[1:], RECIPE = choose_recipe(sys.argv[1:])
+    sys.argv[1:] = with_recipe(sys.argv[1:])  # experiment=gpu where CUDA is found, unless the command says
     main()

@@ -81,9 +81,9 @@ def data_problems(settings: Mapping, prefix: str = "") -> list[str]:
     if not problems and settings.get("max_tokens", 4096) <= settings.get("max_sentence_len", 128):
         problems.append(f"{prefix}max_tokens={settings.get('max_tokens', 4096)} cannot hold one pair of "
                         f"{prefix}max_sentence_len={settings.get('max_sentence_len', 128)} tokens")
-    on_device = settings.get("on_device", "auto")
-    if on_device not in (True, False, "auto"):
-        problems.append(f"{prefix}on_device={on_device!r} must be true, false or auto")
+    on_device = settings.get("on_device", False)
+    if on_device not in (True, False):  # configs' "auto" is settled by train.py (model/training/machine.py)
+        problems.append(f"{prefix}on_device={on_device!r} must be true or false")
     return problems
 
 
@@ -110,7 +110,7 @@ class TranslationDataModule(L.LightningDataModule):
         limit_pairs: int | None = None,
         num_workers: int = 0,
         pin_memory: bool = False,
-        on_device: bool | str = "auto",
+        on_device: bool = False,
     ) -> None:
         super().__init__()
         self.save_hyperparameters(logger=False)
@@ -281,10 +281,10 @@ class TranslationDataModule(L.LightningDataModule):
         return column(self.splits[split], "src")
 
     def _device(self) -> torch.device | None:
-        """Where batches are built: the training device when ``on_device`` (auto: on a GPU), else None (a loader)."""
-        device = self.trainer.strategy.root_device if self.trainer else torch.device("cpu")
-        on_device = self.hparams.on_device
-        return device if on_device is True or (on_device == "auto" and device.type == "cuda") else None
+        """Where batches are built: the training device with ``on_device``, else None (a loader)."""
+        if not self.hparams.on_device:
+            return None
+        return self.trainer.strategy.root_device if self.trainer else torch.device("cpu")
 
     def _loader(self, split: str, shuffle: bool, rows: list[int] | None = None) -> DataLoader | DeviceBatches:
         src_ids, tgt_ids = self._ids[split]

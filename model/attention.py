@@ -86,25 +86,26 @@ def attend(
     blocked: Tensor | None = None,
     need_weights: bool = False,
     dropout: float = 0.0,
+    is_causal: bool = False,
+    empty_rows: bool = True,
 ) -> tuple[Tensor, Tensor | None]:
     """Scaled dot-product attention, on either execution path. Returns (output, weights).
 
     Explicit path (``need_weights=True``): the article's four steps, weights returned for
     plotting. Fused path: ``F.scaled_dot_product_attention`` (flash / memory-efficient
-    kernels), same result, no (Lq, Lk) matrix kept for backward.
+    kernels), same result, no (Lq, Lk) matrix kept for backward. ``is_causal`` (fused path, with
+    ``blocked`` None): the square causal mask, built by the kernel itself, which skips masked tiles.
+    ``empty_rows=False`` promises that no query has every key blocked (training batches: every
+    sentence has a token), sparing the fused path the check for such rows.
     """
     if need_weights:
         weights = attention_weights(q, k, blocked)  # (..., Lq, Lk)
         dropped = F.dropout(weights, p=dropout) if dropout > 0 else weights
         return dropped @ v, weights  # step 4: mix the values, (..., Lq, d_v)
     if blocked is None:
-        out = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout)
-    elif blocked.dim() == 2 and q.size(-2) == k.size(-2):
-        # Square causal mask alone: let the kernel build it (is_causal skips masked tiles).
-        out = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=True)
-    else:
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=~blocked, dropout_p=dropout)
-        # Same guarantee as the explicit path: a query that may see nothing gets zeros.
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=is_causal), None
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=~blocked, dropout_p=dropout)
+    if empty_rows:  # the explicit path's guarantee: a query that may see nothing gets zeros
         out = out.masked_fill(blocked.all(dim=-1, keepdim=True), 0.0)
     return out, None
 
@@ -247,11 +248,14 @@ class MultiHeadAttention(nn.Module):
             cache.key, cache.value = K, V
 
         Lq, Lk = Q.size(2), K.size(2)
-        # One new query sees every cached key: no causal mask needed at all.
-        blocked = blocked_positions(Lq, Lk, causal and Lq > 1, key_padding_mask, Q.device)
+        causal = causal and Lq > 1  # one new query sees every cached key: no causal mask needed at all
         use_math = need_weights or not self.fused
+        # A square causal mask alone is the fused kernel's own (is_causal): no mask tensor is built for it.
+        kernel_causal = causal and not use_math and key_padding_mask is None and Lq == Lk
+        blocked = None if kernel_causal else blocked_positions(Lq, Lk, causal, key_padding_mask, Q.device)
         out, weights = attend(
-            Q, K, V, blocked, need_weights=use_math, dropout=self.dropout if self.training else 0.0
+            Q, K, V, blocked, need_weights=use_math, dropout=self.dropout if self.training else 0.0,
+            is_causal=kernel_causal, empty_rows=not self.training,
         )  # (B, H, Lq, d_head), (B, H, Lq, Lk)
         out = out.transpose(1, 2).flatten(2)  # concatenate heads: (B, Lq, H·d_head)
         if self.out_proj is not None:

@@ -2,6 +2,10 @@
 
 Pre-norm (default; trains stably without a long warm-up):  x = x + Dropout(Sublayer(LN(x)))
 Post-norm (the 2017 paper):                                x = LN(x + Dropout(Sublayer(x)))
+
+Three dropouts, as fairseq names them: ``dropout`` on each sublayer's output (above),
+``attention_dropout`` on the attention weights, ``activation_dropout`` after the ReLU; the last
+two default to the first.
 """
 
 from __future__ import annotations
@@ -48,10 +52,12 @@ class Residual(nn.Module):
 class EncoderLayer(nn.Module):
     """Self-attention over the source (the article's blue block), then feed-forward."""
 
-    def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = True):
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = True,
+                 attention_dropout: float | None = None, activation_dropout: float | None = None):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
-        self.feed_forward = FeedForward(d_model, d_ff, dropout)
+        attention_dropout = dropout if attention_dropout is None else attention_dropout
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=attention_dropout)
+        self.feed_forward = FeedForward(d_model, d_ff, dropout if activation_dropout is None else activation_dropout)
         self.attn_block = Residual(d_model, dropout, norm_first)
         self.ff_block = Residual(d_model, dropout, norm_first)
 
@@ -74,11 +80,13 @@ class DecoderLayer(nn.Module):
     """
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = True,
-                 cross_attention: bool = True):
+                 cross_attention: bool = True, attention_dropout: float | None = None,
+                 activation_dropout: float | None = None):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout) if cross_attention else None
-        self.feed_forward = FeedForward(d_model, d_ff, dropout)
+        attention_dropout = dropout if attention_dropout is None else attention_dropout
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=attention_dropout)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=attention_dropout) if cross_attention else None
+        self.feed_forward = FeedForward(d_model, d_ff, dropout if activation_dropout is None else activation_dropout)
         self.self_block = Residual(d_model, dropout, norm_first)
         self.cross_block = Residual(d_model, dropout, norm_first) if cross_attention else None
         self.ff_block = Residual(d_model, dropout, norm_first)

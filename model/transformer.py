@@ -55,6 +55,7 @@ class AttentionMaps:
 
 
 SIZES = ("d_model", "num_heads", "num_encoder_layers", "num_decoder_layers", "d_ff", "max_len")
+DROPOUTS = ("dropout", "attention_dropout", "activation_dropout")
 
 
 def _whole_number_problems(settings: Mapping, keys: tuple[str, ...], prefix: str = "") -> list[str]:
@@ -68,9 +69,11 @@ def shape_problems(settings: Mapping, prefix: str = "") -> list[str]:
     """What cannot build a ``Seq2SeqTransformer`` among ``settings`` (its arguments), one phrase each,
     keys written with ``prefix`` (``model.`` in train.py's check of a whole config)."""
     problems = _whole_number_problems(settings, SIZES, prefix)
-    dropout = settings.get("dropout", 0.0)
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-        problems.append(f"{prefix}dropout={dropout!r} must be in [0, 1)")
+    for key in DROPOUTS:  # attention_dropout, activation_dropout: null means "as dropout"
+        dropout = settings.get(key, 0.0 if key == "dropout" else None)
+        if (dropout is not None or key == "dropout") and (isinstance(dropout, bool) or not isinstance(
+                dropout, (int, float)) or not 0 <= dropout < 1):
+            problems.append(f"{prefix}{key}={dropout!r} must be in [0, 1)" + (", or null" if key != "dropout" else ""))
     if not problems and settings.get("d_model", 256) % settings.get("num_heads", 4):
         problems.append(f"{prefix}d_model={settings.get('d_model', 256)} is not divisible by "
                         f"{prefix}num_heads={settings.get('num_heads', 4)}")
@@ -90,6 +93,8 @@ class Seq2SeqTransformer(nn.Module):
         num_decoder_layers: int = 3,
         d_ff: int = 1024,
         dropout: float = 0.1,
+        attention_dropout: float | None = None,
+        activation_dropout: float | None = None,
         pad_id: int = 0,
         max_len: int = 256,
         positional: str = "sinusoidal",
@@ -101,7 +106,8 @@ class Seq2SeqTransformer(nn.Module):
     ) -> None:
         super().__init__()
         problems = shape_problems(dict(d_model=d_model, num_heads=num_heads, num_encoder_layers=num_encoder_layers,
-                                       num_decoder_layers=num_decoder_layers, d_ff=d_ff, max_len=max_len, dropout=dropout))
+                                       num_decoder_layers=num_decoder_layers, d_ff=d_ff, max_len=max_len, dropout=dropout,
+                                       attention_dropout=attention_dropout, activation_dropout=activation_dropout))
         if problems:
             raise ValueError("; ".join(problems))
         if share_embeddings and src_vocab_size != tgt_vocab_size:
@@ -114,11 +120,13 @@ class Seq2SeqTransformer(nn.Module):
         self.src_vocab_size, self.tgt_vocab_size = src_vocab_size, tgt_vocab_size
         self.src_embed = Embeddings(src_vocab_size, d_model, pad_id, max_len, positional, dropout)
         self.tgt_embed = Embeddings(tgt_vocab_size, d_model, pad_id, max_len, positional, dropout)
+        inner_dropouts = dict(attention_dropout=attention_dropout, activation_dropout=activation_dropout)
         self.encoder_layers = nn.ModuleList(
-            EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first) for _ in range(num_encoder_layers)
+            EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first, **inner_dropouts)
+            for _ in range(num_encoder_layers)
         )
         self.decoder_layers = nn.ModuleList(
-            DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first, cross_attention)
+            DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first, cross_attention, **inner_dropouts)
             for _ in range(num_decoder_layers)
         )
         # Pre-norm stacks end with a LayerNorm; post-norm layers already end normalized.

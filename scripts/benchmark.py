@@ -197,7 +197,7 @@ def main() -> None:
     shape = {k: cfg.model[k] for k in SHAPE_KEYS}
     vocab, dropout = cfg.data.vocab_size, cfg.model.dropout
     fused = bool(cfg.optim.optimizer.get("fused", False))
-    precision = choose_precision("cpu") if cfg.trainer.precision == "auto" else cfg.trainer.precision
+    precision = choose_precision(False) if cfg.trainer.precision == "auto" else cfg.trainer.precision
     bf16 = precision.startswith("bf16")
     print(f"{machine_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
     print(f"default: {shape}, vocab {vocab}, dropout {dropout}, AdamW fused={fused}, precision {precision}")

@@ -106,6 +106,26 @@ def test_explicit_and_fused_paths_agree_and_weights_are_distributions():
         assert torch.all(weights[blocked] == 0)
 
 
+def test_training_runs_the_kernels_it_needs_and_no_more(monkeypatch):
+    # Training on the fused path: the square causal mask is the kernel's own (no mask tensor built), and
+    # rows are never checked for every key blocked (a training sentence always has a token). Same output.
+    import model.attention as attention
+
+    torch.manual_seed(1)
+    mha = MultiHeadAttention(32, 4).train()  # dropout 0: training and evaluation compute the same
+    x = torch.randn(2, 6, 32)
+    padding = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])
+    expected = [mha(x, x, x, causal=True, need_weights=True)[0], mha(x, x, x, key_padding_mask=padding,
+                                                                       need_weights=True)[0]]
+    monkeypatch.setattr(attention, "causal_mask", lambda *args: pytest.fail("a causal mask built for the kernel"))
+    real_fill = torch.Tensor.masked_fill
+    monkeypatch.setattr(torch.Tensor, "masked_fill", lambda *a: pytest.fail("empty rows checked in training"))
+    got = [mha(x, x, x, causal=True)[0], mha(x, x, x, key_padding_mask=padding)[0]]
+    monkeypatch.setattr(torch.Tensor, "masked_fill", real_fill)
+    for a, b in zip(got, expected):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("need_weights", [False, True])
 def test_fully_padded_query_row_gives_zeros_not_nan(need_weights):
     q, k, v = torch.randn(2, 1, 3, 4), torch.randn(2, 1, 5, 4), torch.randn(2, 1, 5, 4)

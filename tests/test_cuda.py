@@ -23,7 +23,7 @@ CUDA = torch.device("cuda")
 
 def test_a_gpu_is_there():
     assert torch.cuda.is_available(), "the cuda tests need a GPU (run them with scripts/gpu_check.sh)"
-    assert choose_precision("auto") == "bf16-mixed"
+    assert choose_precision(True) == "bf16-mixed"
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -66,6 +66,7 @@ def test_greedy_and_beam_search_on_the_gpu_equal_the_cpu():
         assert search(gpu, src.to(CUDA), 1, 2, config) == search(cpu, src, 1, 2, config)
 
 
+@pytest.mark.slow  # scripts/gpu_check.sh's full run covers it; the quick tier leaves it out
 def test_smoke_training_run_on_the_gpu(tmp_path, data_cache):
     # logger=csv: the GPU path is what is checked here, not wandb (scripts/gpu_check.sh does the same)
     run_train(tmp_path / "run", data_cache, "trainer.accelerator=gpu", "trainer.precision=auto", "logger=csv")
@@ -75,15 +76,19 @@ def test_smoke_training_run_on_the_gpu(tmp_path, data_cache):
 
 def test_no_training_step_synchronizes_outside_logging_steps(tmp_path):
     """torch's sync debug mode makes any host-device synchronisation an error, in every training step that
-    is not a logging step: batches cut on the GPU, the loss guard, fused AdamW, the metrics on the device."""
+    is not a logging step: batches cut on the GPU, the loss and gradient guard, fused AdamW, the metrics on
+    the device, the time budget and the signal check."""
     import lightning as L
 
     from helpers import small_datamodule
+    from model.training.budget import TrainingBudget
+    from model.training.interrupt import GracefulStop
     from model.training.schedule import budget_schedule
     from model.training.timing import RunClock, TimeSplit, is_logging_step
     from model.training.translation_module import TranslationModule
 
-    datamodule = small_datamodule(tmp_path)  # on_device: auto -> the GPU
+    datamodule = small_datamodule(tmp_path)
+    datamodule.hparams.on_device = True  # what train.py settles on a GPU
     module = TranslationModule(tiny_model(datamodule.src_vocab_size, d_model=64, d_ff=128).train(),
                                lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True), budget_schedule(warmup_steps=3),
                                val_bleu_samples=4)
@@ -101,8 +106,9 @@ def test_no_training_step_synchronizes_outside_logging_steps(tmp_path):
 
     trainer = L.Trainer(accelerator="gpu", devices=1, precision="bf16-mixed", max_steps=12, limit_val_batches=0,
                         log_every_n_steps=5, gradient_clip_val=1.0, logger=False, enable_checkpointing=False,
-                        enable_model_summary=False, callbacks=[Strict(), TimeSplit(RunClock("cuda")), Lenient()],
-                        default_root_dir=str(tmp_path))
+                        enable_model_summary=False, default_root_dir=str(tmp_path),
+                        callbacks=[Strict(), TimeSplit(RunClock("cuda")), TrainingBudget("00:01:00:00", 60),
+                                   GracefulStop(), Lenient()])
     try:
         trainer.fit(module, datamodule=datamodule)
     finally:
@@ -110,6 +116,7 @@ def test_no_training_step_synchronizes_outside_logging_steps(tmp_path):
     assert trainer.global_step == 12 and len(strict_steps) == 10
 
 
+@pytest.mark.slow
 def test_the_gpu_run_says_where_its_time_went(tmp_path, data_cache):
     run_train(tmp_path / "run", data_cache, "trainer.accelerator=gpu", "trainer.precision=auto", "logger=csv")
     split = json.loads((tmp_path / "run" / "time_split.json").read_text())

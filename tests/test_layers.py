@@ -76,3 +76,18 @@ def test_embeddings_scale_offset_and_limits(positional):
     torch.testing.assert_close(full[0, 0] - emb.position(1)[0], emb.token.weight[3] * 8**0.5)
     with pytest.raises(ValueError, match="max_len"):
         emb(torch.ones(1, 7, dtype=torch.long))
+
+
+def test_three_dropouts_each_where_it_belongs():
+    from model.transformer import Seq2SeqTransformer, shape_problems
+
+    model = Seq2SeqTransformer(20, 20, d_model=16, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, d_ff=32,
+                               dropout=0.3, attention_dropout=0.1, activation_dropout=0.2)
+    for layer in (model.encoder_layers[0], model.decoder_layers[0]):
+        assert layer.self_attn.dropout == 0.1 and layer.feed_forward.net[2].p == 0.2  # weights; after the ReLU
+        assert layer.ff_block.dropout.p == 0.3  # each sublayer's output
+    assert model.decoder_layers[0].cross_attn.dropout == 0.1 and model.src_embed.dropout.p == 0.3
+    same = EncoderLayer(16, 2, 32, dropout=0.25)  # not given: as dropout (runs saved before the split)
+    assert same.self_attn.dropout == same.feed_forward.net[2].p == 0.25
+    assert shape_problems({"attention_dropout": 1.5}) == ["attention_dropout=1.5 must be in [0, 1), or null"]
+    assert shape_problems({"dropout": None}) == ["dropout=None must be in [0, 1)"]

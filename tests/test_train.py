@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from data.datamodule import TranslationDataModule
 from helpers import ROOT, limit_file_size, compose_train, explorer_data, run_train, train_in_process
 from model.search import SearchConfig
 from model.transformer import Seq2SeqTransformer
+from model.training.machine import decide_machine, settle_settings
 from model.training.non_finite import NonFiniteLossError
 from model.training.translation_module import TranslationModule
 from train import SettingsError
@@ -32,6 +34,7 @@ PRESETS = [[], ["experiment=smoke"], ["experiment=gpu"], ["experiment=cpu"], ["t
 def test_every_preset_instantiates(overrides, tmp_path):
     cfg = compose_train(*overrides, f"paths.output_dir={tmp_path}", "model.src_vocab_size=300",
                         "model.tgt_vocab_size=300", "model.pad_id=0")
+    settle_settings(cfg, decide_machine(cfg))  # train.py's one decision of the machine: no "auto" left
     model = instantiate(cfg.model)
     assert isinstance(model, Seq2SeqTransformer) and model.src_embed.token.embedding_dim == cfg.model.d_model
     module = instantiate(cfg.module, model=model, optimizer=instantiate(cfg.optim.optimizer), _convert_="all")
@@ -47,12 +50,10 @@ def test_every_preset_instantiates(overrides, tmp_path):
                 instantiate(node)
         else:
             assert instantiate(node).save_dir == str(tmp_path)
-    # No GPU here: a GPU preset is built for the CPU, everything else as configured; train.py
-    # resolves precision "auto" before building the trainer.
+    # No GPU here: a GPU preset is built for the CPU, everything else as configured.
     accelerator = "cpu" if cfg.trainer.accelerator == "gpu" else cfg.trainer.accelerator
-    chosen = "32-true" if cfg.trainer.precision == "auto" else cfg.trainer.precision
-    trainer = instantiate(cfg.trainer, accelerator=accelerator, precision=chosen, logger=False, callbacks=callbacks)
-    assert trainer.precision == chosen
+    trainer = instantiate(cfg.trainer, accelerator=accelerator, devices=1, logger=False, callbacks=callbacks)
+    assert trainer.precision == cfg.trainer.precision
     if overrides == ["trainer=ddp"]:
         assert type(trainer.strategy).__name__ == "DDPStrategy"
 
@@ -201,11 +202,25 @@ def test_one_run_folder_one_writer(tmp_path, data_cache):
     lock.release()
 
 
-def test_ddp_with_two_cpu_processes(tmp_path, data_cache):
-    run_dir = tmp_path / "ddp"
-    run_train(run_dir, data_cache, "trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2",
-              "logger=csv", "test=false", "trainer.max_steps=20", "trainer.val_check_interval=10")
-    assert final_step(run_dir) == 20
+def test_ddp_steps_call_no_collective_outside_logging_steps_and_stop_together_at_max_time(tmp_path, data_cache):
+    # Two gloo processes on the CPU, every torch.distributed collective counted per training step in each
+    # (tests/count_collectives.py); the 15-second time limit is decided at logging steps only.
+    run_dir, counts = tmp_path / "ddp", tmp_path / "collectives"
+    command = [sys.executable, str(ROOT / "tests" / "count_collectives.py"), "experiment=smoke",
+               f"hydra.run.dir={run_dir}", f"data.cache_dir={data_cache}", "trainer=ddp", "trainer.accelerator=cpu",
+               "trainer.devices=2", "logger=csv", "test=false", "trainer.max_steps=-1", "trainer.max_time=00:00:00:15",
+               "callbacks.early_stopping=null", "callbacks.attention_views.sentences=0"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                            env=os.environ | {"COLLECTIVES_DIR": str(counts)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    ranks = [json.loads((counts / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+    assert len(ranks[0]) == len(ranks[1]) == final_step(run_dir) > 20  # both stopped after the same step
+    for steps in ranks:
+        *running, last = steps  # the last step is the stop, decided together: its collectives are the stop's
+        quiet = [step for step in running if not step["logging"]]
+        assert len(quiet) > 10 and [step for step in quiet if step["calls"]] == []
+        assert all("broadcast_object_list" in step["calls"] for step in running if step["logging"])  # the clock
+    assert "00:00:00:15" in (run_dir / "config.yaml").read_text() and not list(run_dir.glob("checkpoints/.*partial"))
 
 
 def test_sigterm_to_both_ddp_ranks_saves_once_and_the_same_command_resumes(tmp_path, data_cache):
@@ -350,23 +365,12 @@ def test_a_non_finite_loss_stops_the_run_without_final_weights(tmp_path, data_ca
     assert torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)["global_step"] == 20
 
 
-def test_the_recipe_follows_the_machine(monkeypatch):
-    from train import choose_recipe
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *device: "NVIDIA H200")
-    assert choose_recipe(["logger=csv"]) == (["logger=csv", "experiment=gpu"], "recipe: experiment=gpu (NVIDIA H200 "
-                                             "found; experiment=cpu forces the CPU recipe)")
-    assert choose_recipe(["experiment=cpu"]) == (["experiment=cpu"], "recipe: experiment=cpu (as given)")
-    assert choose_recipe(["trainer.accelerator=cpu"])[0] == ["trainer.accelerator=cpu"]
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert choose_recipe([]) == ([], "recipe: the CPU recipe (no CUDA device; experiment=gpu forces the GPU recipe)")
-
-
 def test_the_gpu_recipe_keeps_its_data_on_the_device_and_writes_in_the_background():
     cfg = compose_train("experiment=gpu")
-    assert cfg.data.on_device is True and cfg.checkpoints.asynchronous is True and cfg.trainer.precision == "bf16-mixed"
-    assert cfg.callbacks.early_stopping is None and cfg.callbacks.last_checkpoint.every_n_train_steps is None
+    assert cfg.data.on_device is True and cfg.checkpoints.asynchronous is True and cfg.trainer.accelerator == "gpu"
+    assert cfg.callbacks.early_stopping is None and cfg.callbacks.last_checkpoint is None
+    assert cfg.checkpoints.last_every_minutes == 2  # last.ckpt by time, decided at logging steps
+    assert (cfg.model.dropout, cfg.model.attention_dropout, cfg.model.activation_dropout) == (0.3, 0.1, 0.1)
     assert compose_train("experiment=cpu") == compose_train()  # the CPU recipe is the composed default
 
 

@@ -6,7 +6,8 @@ import os
 import sys
 
 import lightning as L
-import lightning.pytorch.callbacks.timer as timer_module
+
+import model.training.budget as budget_module
 import pytest
 import torch
 import torch.nn.functional as F
@@ -14,6 +15,7 @@ import torch.nn.functional as F
 from data.datamodule import TranslationDataModule
 from helpers import small_datamodule, tiny_model
 from model.search import SearchConfig, search, sentence_attention
+from model.training.budget import TrainingBudget
 from model.training.metrics import corpus_scores
 from model.training.schedule import budget_schedule, inverse_sqrt_schedule
 from model.training.translation_module import TranslationModule, label_smoothed_loss
@@ -53,13 +55,13 @@ class LearningRates(L.Callback):
 
 
 class Clock(L.Callback):
-    """A stand-in for Lightning's ``Timer`` clock: one second passes per training batch, however
-    loaded the machine is (``time.monotonic`` of the timer module)."""
+    """A stand-in for the budget's clock: one second passes per training batch, however loaded the
+    machine is (``time.perf_counter`` of model/training/budget.py)."""
 
     def __init__(self) -> None:
         self.now = 0.0
 
-    def monotonic(self) -> float:
+    def perf_counter(self) -> float:
         return self.now
 
     def on_train_batch_start(self, *args) -> None:
@@ -84,13 +86,18 @@ def test_learning_rate_decays_to_zero_when_the_step_budget_is_spent(datamodule):
     assert used == pytest.approx(expected) and used[-1] == 0.0
 
 
-def test_learning_rate_decays_to_zero_when_the_time_budget_is_spent(datamodule, monkeypatch):
+@pytest.mark.parametrize("log_every", [1, 4])
+def test_learning_rate_decays_to_zero_when_the_time_budget_is_spent(datamodule, monkeypatch, log_every):
     clock = Clock()  # 1 s per batch: a 10-second budget is 10 steps on any machine
-    monkeypatch.setattr(timer_module, "time", clock)
-    used = fit_with_budget(datamodule, clock, max_time={"seconds": 10}, max_steps=100_000).used
-    # Step s reads the clock after batch s: s of the 10 seconds spent.
-    expected = [1e-2 * budget_schedule(2)(step, step / 10) for step in range(11)]
-    assert used == pytest.approx(expected) and used[-1] == 0.0  # zero exactly when the time is up
+    monkeypatch.setattr(budget_module, "time", clock)
+    budget = TrainingBudget(max_time="00:00:00:10")
+    used = fit_with_budget(datamodule, clock, budget, max_steps=100_000, log_every_n_steps=log_every).used
+    # The clock is read at logging steps; between them every rank extrapolates at the last pace (here
+    # exact: 1 s a step), so step s spends s of the 10 seconds, and training stops after step 10.
+    first_reading = [1e-2 * budget_schedule(2)(step, step / 100_000) for step in range(log_every + 1)]  # max_steps
+    expected = first_reading + [1e-2 * budget_schedule(2)(step, step / 10) for step in range(log_every + 1, 11)]
+    assert len(used) == 11 and used == pytest.approx(expected) and used[-1] == 0.0  # zero exactly when the time is up
+    assert budget.stop_step == 10
 
 
 def test_gradients_are_clipped_in_bf16_with_a_fused_optimizer(datamodule):
@@ -259,7 +266,8 @@ def test_no_training_step_reads_the_device_outside_logging_steps(datamodule, tmp
     callbacks = [TimeSplit(RunClock()), reads, AttentionViews(sentences=1), GracefulStop(),
                  TrainingProgressBar(refresh_rate=1),  # refreshes at every step: must not read the device
                  ModelCheckpoint(dirpath=tmp_path / "checkpoints", every_n_train_steps=5, save_top_k=0, save_last=True)]
-    trainer = L.Trainer(max_steps=14, max_time="00:01:00:00", limit_val_batches=0, log_every_n_steps=5,
+    callbacks.append(TrainingBudget(max_time="00:01:00:00", save_every_minutes=60))  # train.py's time limit
+    trainer = L.Trainer(max_steps=14, limit_val_batches=0, log_every_n_steps=5,
                         gradient_clip_val=1.0, logger=L.pytorch.loggers.CSVLogger(tmp_path), callbacks=callbacks,
                         enable_model_summary=False, default_root_dir=str(tmp_path))
     trainer.fit(module, datamodule=datamodule)
@@ -299,6 +307,33 @@ def test_a_non_finite_loss_applies_no_update_and_stops_at_the_next_check(datamod
         trainer.fit(module, datamodule=datamodule)
     assert trainer.global_step == 4  # stopped at the next logging step (the 5th batch), before its update
     assert all(torch.equal(a, b) for a, b in zip(weights.before, weights.after))
+    assert all(torch.isfinite(p).all() for p in module.parameters())
+
+
+@pytest.mark.parametrize("clip", [1.0, None])
+def test_an_infinite_gradient_with_a_finite_loss_skips_the_update_and_training_goes_on(datamodule, tmp_path, clip):
+    module = TranslationModule(small_model(datamodule), lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True),
+                               budget_schedule(warmup_steps=3), val_bleu_samples=4)
+
+    class InfiniteGradient(L.Callback):
+        """Step 2's gradient gets one inf (its loss stays finite); the weights around it are kept."""
+
+        def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
+            if trainer.global_step == 2:
+                self.before = [p.detach().clone() for p in pl_module.parameters()]
+                next(pl_module.parameters()).grad.view(-1)[0] = float("inf")
+
+        def on_train_batch_end(self, trainer, pl_module, *args) -> None:
+            if trainer.global_step == 3:
+                self.after = [p.detach().clone() for p in pl_module.parameters()]
+
+    spy = InfiniteGradient()
+    trainer = L.Trainer(max_steps=8, limit_val_batches=0, log_every_n_steps=5, logger=False, callbacks=[spy],
+                        gradient_clip_val=clip, enable_checkpointing=False, enable_progress_bar=False,
+                        enable_model_summary=False, default_root_dir=str(tmp_path))
+    trainer.fit(module, datamodule=datamodule)  # no error: the loss never was non-finite
+    assert trainer.global_step == 8 and module.non_finite.skipped.item() == 1
+    assert all(torch.equal(a, b) for a, b in zip(spy.before, spy.after))  # step 2 changed nothing
     assert all(torch.isfinite(p).all() for p in module.parameters())
 
 

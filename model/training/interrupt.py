@@ -13,6 +13,8 @@ from pathlib import Path
 
 import lightning as L
 
+from model.training.timing import is_logging_step
+
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -43,10 +45,20 @@ class GracefulStop(L.Callback):
         for signum in SIGNALS:
             self._previous[signum] = signal.getsignal(signum)
             signal.signal(signum, self._record)
+        # Lightning (>= 2.6) broadcasts its own SIGTERM flag before every DDP step and reads it back: a
+        # collective and a host wait per step. Its handler is replaced above, so the flag it sends is
+        # never set during training: this callback's decision at logging steps stands in for it.
+        epoch_loop = trainer.fit_loop.epoch_loop
+        if trainer.world_size > 1 and hasattr(epoch_loop, "_broadcast_sigterm_tensor"):
+            epoch_loop._broadcast_sigterm_tensor = lambda: None
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args) -> None:
-        # Every rank must agree before the (collective) save: one of them may have the signal first.
-        if self.saved or not trainer.strategy.reduce_boolean_decision(self.signum is not None, all=False):
+        # Every rank must agree before the (collective) save: one of them may have the signal first. With
+        # several ranks they are asked at logging steps only, where the host waits anyway: a signal is
+        # answered within log_every_n_steps steps, and no other step waits for the others.
+        if self.saved or (trainer.world_size > 1 and not is_logging_step(trainer)):
+            return
+        if not trainer.strategy.reduce_boolean_decision(self.signum is not None, all=False):
             return
         self.signum = self.signum or signal.SIGTERM
         self.saved = Path(trainer.default_root_dir) / "checkpoints" / "last.ckpt"

@@ -1,11 +1,16 @@
-"""The non-finite-loss guard: no update from a NaN or inf loss, decided on the device.
+"""The non-finite guard: no update from a NaN or inf loss or gradient, decided on the device.
 
 A check like ``if not torch.isfinite(loss)`` before every update reads the loss back to
 Python, and on a GPU that waits for the whole step. Instead the decision stays on the
-device: a fused optimizer skips the update itself (its ``found_inf``, as under a gradient
-scaler), and the first bad (step, loss) is kept there until someone asks, at a logging step,
-before a checkpoint is written, and when training ends; the run then stops, naming it.
-With an optimizer that is not fused, the updates until that check do happen, but they are
+device: the gradient norm (which clipping computes anyway) and the loss are tested there, and a
+fused optimizer skips the update itself (its ``found_inf``, as under a gradient scaler). The
+first bad loss is kept there until someone asks, at a logging step, before a checkpoint is
+written, and when training ends; the run then stops, naming it. An update skipped for a
+non-finite gradient alone (a finite loss) is counted and the run goes on, as under a scaler.
+
+Under DDP the gradients are averaged across ranks before the norm is taken, so one rank's bad
+loss makes every rank's norm non-finite: all skip the same update without a collective of ours.
+With an optimizer that is not fused, the updates until the next check do happen, but they are
 never saved: the last checkpoint stays good.
 """
 
@@ -20,29 +25,50 @@ class NonFiniteLossError(FloatingPointError):
     """The training loss became NaN or inf: going on would only write broken weights."""
 
 
+def distributed() -> bool:
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
 class NonFiniteGuard:
-    """Records the first non-finite training loss on the device; ``check`` raises ``NonFiniteLossError``."""
+    """Records the first non-finite training loss and the skipped updates on the device;
+    ``check`` raises ``NonFiniteLossError``."""
 
     def __init__(self) -> None:
-        self.first_bad: Tensor | None = None  # (step, loss) of the first non-finite loss; step -1: none yet
+        self.first_bad: Tensor | None = None  # (step, loss) of this rank's first non-finite loss; step -1: none yet
+        self.skipped: Tensor | None = None  # updates skipped so far (a non-finite loss or gradient)
+        self._loss_bad: Tensor | None = None  # this step's loss is not finite
 
-    def update(self, loss: Tensor, step: int, optimizer: torch.optim.Optimizer | None) -> None:
-        """After the forward pass of step ``step``, before its update: nothing here waits for the device."""
-        bad = (~torch.isfinite(loss.detach())).float()
-        if dist.is_available() and dist.is_initialized():  # one rank's bad loss is every rank's (gradients are shared)
-            dist.all_reduce(bad, op=dist.ReduceOp.MAX)  # a collective on the device, not a wait for the host
-        bad = bad > 0
+    def update(self, loss: Tensor, step: int) -> None:
+        """After the forward pass of step ``step``: nothing here waits for the device."""
         if self.first_bad is None:
             self.first_bad = torch.full((2,), -1.0, dtype=torch.float64, device=loss.device)
+            self.skipped = torch.zeros((), device=loss.device)
+        self._loss_bad = ~torch.isfinite(loss.detach())
         record = torch.stack([torch.full_like(self.first_bad[0], step), loss.detach().double()])
-        self.first_bad = torch.where(bad & (self.first_bad[0] < 0), record, self.first_bad)
-        if optimizer is not None and optimizer.defaults.get("fused"):
-            optimizer.found_inf = bad.float()  # read by the fused step after this closure: 1 skips the update
+        self.first_bad = torch.where(self._loss_bad & (self.first_bad[0] < 0), record, self.first_bad)
+
+    def skip_update(self, gradient_norm: Tensor, optimizer: torch.optim.Optimizer) -> None:
+        """Before the update, with the gradients' total norm: a non-finite norm (or, on one process, loss)
+        makes a fused optimizer skip this update."""
+        bad = ~torch.isfinite(gradient_norm)
+        if self._loss_bad is not None and not distributed():  # under DDP the norm already says it for all ranks
+            bad = bad | self._loss_bad
+        if self.skipped is not None:
+            self.skipped += bad
+        if optimizer.defaults.get("fused"):
+            optimizer.found_inf = bad.float()  # read by the fused step: 1 skips the update
 
     def check(self) -> None:
-        """Raise ``NonFiniteLossError`` if any step so far had a non-finite loss (reads the device)."""
+        """Raise ``NonFiniteLossError`` if any step so far had a non-finite loss, on any rank (reads the
+        device; under DDP one collective, so every rank calls it at the same points)."""
         if self.first_bad is None:
             return
-        step, value = self.first_bad.tolist()
+        first = self.first_bad
+        if distributed():  # the earliest bad step of any rank: every rank raises together
+            step = torch.where(first[0] >= 0, first[0], torch.full_like(first[0], float("inf"))).clone()
+            dist.all_reduce(step, op=dist.ReduceOp.MIN)
+            first = torch.where(step == first[0], first, torch.stack([step, torch.full_like(step, float("nan"))]))
+            first = torch.where(torch.isinf(step), torch.full_like(first, -1.0), first)
+        step, value = first.tolist()
         if step >= 0:
             raise NonFiniteLossError(f"the training loss is {value} at step {int(step)}")

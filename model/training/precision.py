@@ -34,18 +34,14 @@ def matmul_gflops(dtype: torch.dtype, rows: int = 2048, inner: int = 256, cols: 
     return 2 * rows * inner * cols * repeats / (time.perf_counter() - start) / 1e9
 
 
-def on_gpu(accelerator: str = "auto") -> bool:
-    """Whether Lightning's ``accelerator`` setting trains on a CUDA GPU here."""
-    return accelerator in ("gpu", "cuda") or (accelerator == "auto" and torch.cuda.is_available())
-
-
-def choose_precision(accelerator: str = "auto", margin: float = 1.2) -> str:
-    """Lightning's ``precision`` for this machine: ``bf16-mixed`` or ``32-true`` (logged in one line).
+def choose_precision(gpu: bool, margin: float = 1.2) -> str:
+    """Lightning's ``precision`` for training on a GPU (``gpu``) or this CPU: ``bf16-mixed`` or
+    ``32-true`` (logged in one line).
 
     On the CPU, bf16 must beat fp32 by ``margin`` to be chosen: autocast adds casts that a
     small win would not pay for.
     """
-    if on_gpu(accelerator):
+    if gpu:
         choice = "bf16-mixed" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "32-true"
         log.info("precision auto: %s (GPU %s)", choice, torch.cuda.get_device_name() if torch.cuda.is_available() else "?")
         return choice
@@ -55,13 +51,15 @@ def choose_precision(accelerator: str = "auto", margin: float = 1.2) -> str:
     return choice
 
 
-# Dense bf16 tensor-core peak, TFLOP/s, from the vendors' data sheets (without sparsity). The
-# first name found in ``torch.cuda.get_device_name()`` wins, so longer names come first.
+# Dense bf16 tensor-core peak with fp32 accumulation (what autocast runs), TFLOP/s, from the vendors'
+# data sheets, without sparsity. GeForce cards accumulate in fp32 at half their fp16-accumulate rate;
+# the NVL boards run below the SXM modules of the same name. The first name found in
+# ``torch.cuda.get_device_name()`` wins, so a name that contains another comes before it.
 GPU_PEAK_BF16_TFLOPS = {
-    "GB200": 2500.0, "B200": 2250.0, "H200": 989.0, "H100 PCIe": 756.0, "H100": 989.0, "H800": 989.0,
-    "GH200": 989.0, "L40S": 362.0, "L40": 181.0, "L4": 121.0, "A100": 312.0, "A800": 312.0, "A10G": 70.0,
-    "A10": 125.0, "RTX 6000 Ada": 364.0, "RTX A6000": 155.0, "RTX 5090": 209.0, "RTX 4090": 165.0,
-    "RTX 4080": 97.0, "RTX 3090": 71.0, "RTX 3080": 59.5, "T4": 65.0, "V100": 125.0,
+    "GB200": 2500.0, "B200": 2250.0, "GH200": 989.0, "H200 NVL": 835.0, "H200": 989.0, "H100 NVL": 835.0,
+    "H100 PCIe": 756.0, "H100": 989.0, "H800": 989.0, "L40S": 362.0, "L40": 181.0, "L4": 121.0, "A100": 312.0,
+    "A800": 312.0, "A10G": 70.0, "A10": 125.0, "RTX 6000 Ada": 364.0, "RTX A6000": 155.0, "RTX 5090": 209.5,
+    "RTX 4090": 165.2, "RTX 4080": 97.5, "RTX 3090": 71.0, "RTX 3080": 59.5, "T4": 65.0, "V100": 125.0,
 }
 
 

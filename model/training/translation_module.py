@@ -23,10 +23,10 @@ from typing import Any, Callable
 import lightning as L
 import torch
 import torch.distributed as dist
-from lightning.pytorch.callbacks import Timer
 from torch import Tensor
 
 from model.search import SearchConfig, search, sentence_attention
+from model.training.budget import TrainingBudget
 from model.training.metrics import Scores, corpus_scores
 from model.training.non_finite import NonFiniteGuard
 from model.training.schedule import Schedule
@@ -122,8 +122,7 @@ class TranslationModule(L.LightningModule):
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
         loss, nll, accuracy = self._losses(batch)
-        optimizers = self._trainer.optimizers if self._trainer is not None else []
-        self.non_finite.update(loss, self.global_step, optimizers[0] if optimizers else None)
+        self.non_finite.update(loss, self.global_step)
         pad = self.model.pad_id
         tokens = (batch["src"] != pad).sum() + (batch["tgt_out"] != pad).sum()
         # Summed on the device since the last logging step: (loss, nll, accuracy, tokens).
@@ -141,10 +140,12 @@ class TranslationModule(L.LightningModule):
     def _log_training_metrics(self) -> None:
         """Means since the last logging step, read from the device in one transfer, to the loggers and the bar."""
         self.check_finite()
-        loss, nll, accuracy, tokens = (self._sums / self._summed_steps).tolist()
+        skipped = self.non_finite.skipped.view(1) if self.non_finite.skipped is not None else self._sums[:0]
+        loss, nll, accuracy, tokens, *skipped = torch.cat([self._sums / self._summed_steps, skipped]).tolist()
         now = time.perf_counter()
         metrics = {"train/loss": loss, "train/ppl": math.exp(min(nll, 50.0)), "train/accuracy": accuracy,
-                   "train/lr": self._trainer.optimizers[0].param_groups[0]["lr"]}
+                   "train/lr": self._trainer.optimizers[0].param_groups[0]["lr"],
+                   "train/skipped_updates": skipped[0] if skipped else 0.0}
         if self._window_start is not None:  # tokens over the time since the last logging step
             metrics["train/tokens_per_s"] = tokens * self._summed_steps / max(now - self._window_start, 1e-9)
         self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=1)
@@ -158,58 +159,58 @@ class TranslationModule(L.LightningModule):
     def on_train_end(self) -> None:
         self.check_finite()  # the steps after the last logging step
 
-    def _timer(self) -> Timer | None:
+    def _budget(self) -> TrainingBudget | None:
         trainer = self._trainer  # None outside a Trainer (where self.trainer would raise)
-        return next((c for c in trainer.callbacks if isinstance(c, Timer)), None) if trainer is not None else None
+        return next((c for c in trainer.callbacks if isinstance(c, TrainingBudget)), None) if trainer else None
 
     def on_train_start(self) -> None:
         self._train_started = time.perf_counter()
         self._sums, self._summed_steps, self._window_start = None, 0, None
 
     def training_minutes(self) -> float:
-        """Wall-clock minutes of training so far (validations included): the Timer's, which continues across
+        """Wall-clock minutes of training so far (validations included): the budget's, which continues across
         a resume, else since this fit started."""
-        timer = self._timer()
-        if timer is not None and timer.start_time("train") is not None:
-            return timer.time_elapsed("train") / 60
+        budget = self._budget()
+        if budget is not None:
+            return budget.elapsed() / 60
         return (time.perf_counter() - self._train_started) / 60 if self._train_started is not None else 0.0
 
-    def training_progress(self) -> float | None:
-        """Share of the training budget spent, 0 → 1: elapsed time over ``trainer.max_time`` or
-        steps over ``trainer.max_steps``, whichever is further; ``None`` without a budget."""
+    def training_progress(self, step: int) -> float | None:
+        """Share of the training budget spent at ``step``, 0 → 1 (``TrainingBudget.progress``); ``None``
+        without a budget. Every rank computes the same value: the replicas' learning rates never differ."""
         trainer = self._trainer  # None outside a Trainer (where self.trainer would raise)
         if trainer is None:
             return None
-        shares = []
-        timer = self._timer()
-        if timer is not None and timer.time_remaining() is not None:
-            elapsed = timer.time_elapsed("train")  # continues across a resume (the Timer's state)
-            shares.append(elapsed / max(elapsed + timer.time_remaining(), 1e-9))
-        if trainer.max_steps > 0:
-            shares.append(self.global_step / trainer.max_steps)
-        if not shares:
-            return None
-        # Every rank must use the same learning rate, or the replicas' weights drift apart.
-        return trainer.strategy.broadcast(min(max(shares), 1.0))
+        budget = self._budget()
+        if budget is None:
+            return min(step / trainer.max_steps, 1.0) if trainer.max_steps > 0 else None
+        return budget.progress(step, trainer.max_steps)
 
     def configure_gradient_clipping(self, optimizer: torch.optim.Optimizer, gradient_clip_val: float | None = None,
                                     gradient_clip_algorithm: str | None = None) -> None:
-        """Clip as configured. bf16 autocast has no loss scaler: its gradients are the true ones and
-        clipping them is right, also with a fused AdamW, which Lightning's mixed-precision plugin
-        refuses for the sake of fp16's scaled gradients. So without a scaler we clip ourselves."""
-        if gradient_clip_val and getattr(self.trainer.precision_plugin, "scaler", None) is None:
-            if gradient_clip_algorithm in (None, "norm"):
-                torch.nn.utils.clip_grad_norm_(self.parameters(), gradient_clip_val)
-            else:
-                torch.nn.utils.clip_grad_value_(self.parameters(), gradient_clip_val)
+        """Clip as configured, and skip the update when the gradient norm is not finite (the guard).
+
+        bf16 autocast has no loss scaler: its gradients are the true ones and clipping them is right,
+        also with a fused AdamW, which Lightning's mixed-precision plugin refuses for the sake of fp16's
+        scaled gradients. So without a scaler we clip ourselves; with one (fp16), the scaler skips
+        non-finite steps itself."""
+        if getattr(self.trainer.precision_plugin, "scaler", None) is not None:
+            self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
             return
-        self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
+        parameters = [p for p in self.parameters() if p.grad is not None]
+        if gradient_clip_val and gradient_clip_algorithm in (None, "norm"):
+            norm = torch.nn.utils.clip_grad_norm_(parameters, gradient_clip_val)  # the norm before clipping
+        else:
+            norm = torch.nn.utils.get_total_norm([p.grad for p in parameters])
+            if gradient_clip_val:
+                torch.nn.utils.clip_grad_value_(parameters, gradient_clip_val)
+        self.non_finite.skip_update(norm, optimizer)
 
     def configure_optimizers(self) -> dict[str, Any]:
         optimizer = self.optimizer_factory(self.model.parameters())
         # Called after every update with the next step's number; the progress is read then.
         schedule = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: self.schedule(step, self.training_progress()))
+            optimizer, lambda step: self.schedule(step, self.training_progress(step)))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
     # -- validation: loss + greedy BLEU on a fixed subset + attention maps; test: beam ----

@@ -18,12 +18,16 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import lightning as L
 
 from model.views import SentenceView
 from model.views.explorer import read_steps, sentence_record, write_explorer
 from model.views.statistics import attention_statistics
+
+if TYPE_CHECKING:
+    from model.training.timing import RunClock
 
 
 def host_copy(view: SentenceView) -> SentenceView:
@@ -67,20 +71,19 @@ class AttentionViews(L.Callback):
     - ``attention_<kind>/<stat>[_L<layer>H<head>]`` scalars (``model/views/statistics.py``).
 
     ``background=True`` draws in one background process (one drawing at a time, in step order);
-    ``False`` draws before training goes on; ``"auto"``: in the background when training runs on a
-    GPU, at once on a CPU, where training keeps every core busy and a drawing beside it slows the
-    steps more than it saves (docs/results.md). ``clock`` (set by ``train.py``) times what the
-    training process spends here as the run's "views".
+    ``False`` draws before training goes on (``train.py`` picks it on a CPU, where training keeps
+    every core busy and a drawing beside it slows the steps more than it saves: docs/results.md).
+    ``clock`` times what the training process spends here as the run's "views".
     """
 
-    def __init__(self, sentences: int = 3, background: bool | str = "auto") -> None:
+    def __init__(self, sentences: int = 3, background: bool = False, clock: RunClock | None = None) -> None:
         if sentences < 0:
             raise ValueError(f"sentences must be 0 or more, got {sentences}")
-        if background not in (True, False, "auto"):
-            raise ValueError(f"background must be true, false or auto, got {background!r}")
+        if background not in (True, False):
+            raise ValueError(f"background must be true or false, got {background!r}")
         self.sentences, self.background = sentences, background
         self.render = render_step  # module-level (picklable): what the background process runs
-        self.clock = None  # a model.training.timing.RunClock, or None
+        self.clock = clock
         self._pool: ProcessPoolExecutor | None = None
         self._pending: list[tuple[Future, int]] = []  # (drawing, step), oldest first
 
@@ -94,8 +97,7 @@ class AttentionViews(L.Callback):
             views = [host_copy(view) for view in pl_module.sentence_views(self.sentences)]
             pl_module.log_dict(attention_statistics([view.attention for view in views]), rank_zero_only=True)
             self._publish(trainer.loggers)
-            background = self.background if self.background != "auto" else pl_module.device.type == "cuda"
-            self.draw(views, Path(trainer.default_root_dir) / "attention", trainer.global_step, background)
+            self.draw(views, Path(trainer.default_root_dir) / "attention", trainer.global_step, self.background)
 
     def draw(self, views: list[SentenceView], root: Path, step: int, background: bool = True) -> Future:
         """Start drawing ``views`` as step ``step`` (in the background, or now)."""

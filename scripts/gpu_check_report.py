@@ -1,0 +1,139 @@
+"""The GPU check's one answer: ``scripts/gpu_check.sh`` runs this last, whatever happened before it,
+and it prints one JSON (also written to ``CHECK_DIR/gpu_check.json``) from what the runs left behind:
+exit codes, the time split (``time_split.json``, written even by a run that fails), the step probe
+(``step_probe.json``), the validation curve (``csv/``), test scores (``test_metrics.json``) and the
+targets met or not. What is missing is named, with the reason.
+
+    python scripts/gpu_check_report.py CHECK_DIR --stage train=0 --stage cuda_tests=0 --minutes 3
+    python scripts/gpu_check_report.py --missing      # one line: the packages train.py needs and lacks
+
+Standard library only (torch where it imports), so that it answers on a machine that lacks the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+# import name -> package name: what train.py imports, directly or through datasets and hydra
+NEEDED = {"torch": "torch", "lightning": "lightning", "hydra": "hydra-core", "omegaconf": "omegaconf",
+          "antlr4": "antlr4-python3-runtime", "datasets": "datasets", "dill": "dill", "multiprocess": "multiprocess",
+          "wandb": "wandb", "tokenizers": "tokenizers", "sacrebleu": "sacrebleu", "matplotlib": "matplotlib",
+          "filelock": "filelock"}
+TARGETS = {"share_in_steps": 0.90, "gpu_busy_share": 0.80, "host_syncs_off_logging_steps": 0, "test_bleu": 55.0}
+
+
+def missing_packages() -> list[str]:
+    return [package for module, package in NEEDED.items() if importlib.util.find_spec(module) is None]
+
+
+def gpu_and_torch() -> tuple[str | None, str | None]:
+    try:
+        import torch
+    except ImportError:
+        return None, None
+    return (torch.cuda.get_device_name() if torch.cuda.is_available() else None), torch.__version__
+
+
+def read_json(path: Path, missing: list[str]) -> dict:
+    """The file's JSON, or {} with a line in ``missing`` saying why not."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        missing.append(f"{path}: {type(error).__name__}: {getattr(error, 'strerror', None) or error}")
+        return {}
+
+
+def validation_curve(run: Path) -> list[dict]:
+    """(step, minutes, loss, BLEU) at each validation that logged them, from Lightning's CSV logs."""
+    rows = [row for path in sorted(run.glob("csv/version_*/metrics.csv")) for row in csv.DictReader(path.open())]
+    curve = []
+    for row in rows:
+        if row.get("val/loss"):
+            point = {"step": int(row["step"]), "val_loss": round(float(row["val/loss"]), 4)}
+            for key, name in (("val/bleu", "val_bleu"), ("val/minutes", "minutes")):
+                if row.get(key):
+                    point[name] = round(float(row[key]), 2)
+            curve.append(point)
+    return curve
+
+
+def run_figures(run: Path, missing: list[str]) -> dict:
+    """A training run's figures: time split, step probe, validation curve, test scores."""
+    split, probe = read_json(run / "time_split.json", missing), read_json(run / "step_probe.json", missing)
+    figures = {"wall_s": split.get("wall_s"), "steps": split.get("steps"),
+               "share_in_steps": split.get("share", {}).get("steps"), "shares": split.get("share"),
+               "tokens_per_s_steps": split.get("tokens_per_s_steps"), "tokens_per_s_wall": split.get("tokens_per_s_wall"),
+               "mfu": split.get("mfu")}
+    figures |= {key: value for key, value in probe.items() if key != "start_step"}
+    curve = validation_curve(run)
+    bleus = [point["val_bleu"] for point in curve if "val_bleu" in point]
+    figures |= {"validation": curve, "best_val_bleu": max(bleus, default=None), "final_val_bleu": bleus[-1] if bleus else None}
+    if (run / "test_metrics.json").is_file() or split:  # a run that got as far as training
+        test = read_json(run / "test_metrics.json", missing)
+        figures |= {"test_bleu": test.get("bleu"), "test_chrf": test.get("chrf")}
+    return figures
+
+
+def verdicts(train: dict) -> dict:
+    """Each target: true, false, or null where its figure is missing (then the figure's entry says why)."""
+    def meets(key: str, good) -> bool | None:
+        value = train.get(key)
+        return good(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    return {"steps >= 90% of the wall": meets("share_in_steps", lambda v: v >= TARGETS["share_in_steps"]),
+            "GPU busy >= 80% of a step": meets("gpu_busy_share", lambda v: v >= TARGETS["gpu_busy_share"]),
+            "no host sync off logging steps": meets("host_syncs_off_logging_steps", lambda v: v == 0),
+            "test BLEU >= 55": meets("test_bleu", lambda v: v >= TARGETS["test_bleu"])}
+
+
+def report(folder: Path, stages: dict[str, str], minutes: float | None) -> dict:
+    missing: list[str] = []
+    gpu, torch_version = gpu_and_torch()
+    result = {"gpu": gpu, "torch": torch_version, "date": datetime.date.today().isoformat(),
+              "missing_packages": missing_packages(), "exit_codes": stages, "minutes_of_training": minutes}
+    if (folder / "train").is_dir():
+        result["train"] = run_figures(folder / "train", missing)
+    else:
+        missing.append(f"{folder / 'train'}: no run folder (train exit {stages.get('train', 'not run')})")
+    result["targets"] = verdicts(result.get("train", {}))
+    if (folder / "double_batch").is_dir():
+        double = run_figures(folder / "double_batch", missing)
+        result["double_batch"] = {key: double.get(key) for key in ("steps", "tokens_per_s_steps", "mfu",
+                                                                   "steps_per_s", "peak_memory_gib")}
+    result["missing"] = missing
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", nargs="?", type=Path, help="the check's folder (train/, double_batch/)")
+    parser.add_argument("--stage", action="append", default=[], metavar="NAME=CODE", help="a stage's exit code")
+    parser.add_argument("--minutes", type=float, default=None, help="minutes of training the check asked for")
+    parser.add_argument("--missing", action="store_true", help="print the missing packages in one line and exit")
+    args = parser.parse_args(argv)
+    if args.missing:
+        lacking = missing_packages()
+        print(f"missing packages: {', '.join(lacking)} (pip install them, or carry their wheels)" if lacking
+              else "packages: all that train.py needs are installed")
+        return 1 if lacking else 0
+    stages = dict(stage.split("=", 1) for stage in args.stage)
+    result = report(args.folder, stages, args.minutes)
+    text = json.dumps(result, indent=2)
+    try:
+        args.folder.mkdir(parents=True, exist_ok=True)
+        (args.folder / "gpu_check.json").write_text(text + "\n")
+    except OSError as error:
+        result["missing"].append(f"{args.folder / 'gpu_check.json'}: not written: {error.strerror}")
+        text = json.dumps(result, indent=2)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
