@@ -51,6 +51,7 @@ from model.training.precision import peak_flops
 from model.training.schedule import schedule_problems
 from model.training.timing import RunClock, TimeSplit, TimeSplitReport
 from model.transformer import shape_problems
+from model.views.callback import wandb_loggers
 
 log = logging.getLogger("train")
 CONFIGS = Path(__file__).resolve().parent / "configs"
@@ -255,20 +256,15 @@ def _train(cfg: DictConfig, machine: Machine, run_dir: Path, ckpt_path: str | No
 
 
 def report_time_split(report: TimeSplitReport, run_dir: Path, loggers: list) -> None:
-    """Where the run's time went: one log line, ``time_split.json``, ``test_metrics.json`` and wandb's summary."""
+    """Where the run's time went: one log line, ``time_split.json`` and wandb's summary."""
     log.info(report.line())
     split = report.as_dict()
-    test_metrics = run_dir / "test_metrics.json"
     try:
         write_text_atomically(run_dir / "time_split.json", json.dumps(split, indent=2))
-        if test_metrics.is_file():
-            write_text_atomically(test_metrics, json.dumps(json.loads(test_metrics.read_text()) | {"time_split": split},
-                                                           indent=2))
     except OSError as error:  # a full disk: the line above says it all, and the run's own error goes on
         log.warning("time split not written to %s: %s", run_dir, error.strerror or error)
-    for logger in loggers:
-        if type(logger).__name__ == "WandbLogger":
-            logger.experiment.summary.update({"time_split": split})
+    for logger in wandb_loggers(loggers):
+        logger.experiment.summary.update({"time_split": split})
 
 
 def sweep_group() -> str | None:

@@ -27,6 +27,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = [item for item in items if not item.get_closest_marker("cuda")]
 
 
+ROOT = Path(__file__).resolve().parents[1]
+RUN_OUTPUTS = ("outputs", "multirun", "wandb", "lightning_logs")  # where a run that forgot its folder writes
+
+
+def checkout_files() -> set[str]:
+    """The checkout's untracked files (git's word) and whatever lies in the run-output folders."""
+    import subprocess
+
+    listed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.splitlines()
+    files = {line[3:] for line in listed if line.startswith("??")}
+    for folder in RUN_OUTPUTS:
+        files |= {str(path.relative_to(ROOT)) for path in (ROOT / folder).rglob("*")}
+    return files
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[CHECKOUT_KEY] = checkout_files()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Tests write only into temporary folders: a file new in the checkout fails the run, naming it."""
+    before = session.config.stash.get(CHECKOUT_KEY, None)
+    new = sorted(checkout_files() - before) if before is not None else []
+    if new:
+        print(f"\nthe tests left files in the checkout: {', '.join(new[:10])}" + (" ..." if len(new) > 10 else ""))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+CHECKOUT_KEY = pytest.StashKey[set]()
+
+
 @pytest.fixture(scope="session")
 def corpus_path() -> Path:
     """The Tatoeba corpus where ``python train.py`` would find it: ``$SPA_ENG_DATA``, ``../shared/data/``,

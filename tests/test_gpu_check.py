@@ -26,7 +26,8 @@ def check(tmp_path, data_cache, *overrides: str, **env: str) -> tuple[subprocess
 
 @pytest.mark.slow
 def test_a_failing_run_still_gives_one_json(tmp_path, data_cache):
-    _, figures = check(tmp_path, data_cache, "model.num_heads=3")  # refused before training starts
+    result, figures = check(tmp_path, data_cache, "model.num_heads=3")  # refused before training starts
+    assert "not divisible by model.num_heads=3" in result.stdout  # the check's own settings composed
     assert figures["exit_codes"] == {"cuda_tests": "skipped: no CUDA device", "train": "1",
                                      "double_batch": "skipped: no CUDA device"}
     assert figures["gpu"] is None and figures["minutes_of_training"] == 1.0

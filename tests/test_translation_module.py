@@ -191,22 +191,27 @@ def test_sentence_views_are_the_readable_validation_sentences_as_translated_now(
 def test_the_first_time_validation_bleu_reaches_a_mark_is_kept(datamodule, tmp_path, monkeypatch, caplog):
     import json
 
-    import model.training.translation_module as translation_module
+    from model.training.quality import QualityMarks
     from model.training.test_report import TestReport
 
-    monkeypatch.setattr(translation_module, "QUALITY_MARKS", (0, 1000))  # 0: reached at the first validation
     module = TranslationModule(small_model(datamodule), lambda params: torch.optim.AdamW(params, lr=1e-2),
                                inverse_sqrt_schedule(4), SearchConfig(beam_size=1, max_len_a=1.0, max_len_b=3),
                                val_bleu_samples=10)
+    marks = QualityMarks(marks=(0, 1000))  # 0: reached at the first validation
     trainer = L.Trainer(max_steps=6, val_check_interval=3, check_val_every_n_epoch=None, logger=False,
                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                        default_root_dir=str(tmp_path))
-    with caplog.at_level("INFO", logger="model.training.translation_module"):
+                        default_root_dir=str(tmp_path), callbacks=[marks])
+    with caplog.at_level("INFO", logger="model.training.quality"):
         trainer.fit(module, datamodule=datamodule)
     assert float(trainer.callback_metrics["val/minutes"]) > 0  # beside val/bleu at every validation
-    step, minutes = module.reached["0"]
-    assert step == 3 and 0 < minutes < 10 and "1000" not in module.reached  # the first crossing, not the last
+    step, minutes = marks.reached["0"]
+    assert step == 3 and 0 < minutes < 10 and "1000" not in marks.reached  # the first crossing, not the last
     assert "validation BLEU reached 0 at step 3" in caplog.text
+    resumed = QualityMarks()  # a resumed run still knows, from its checkpoint (or one saved before this callback)
+    resumed.load_state_dict(marks.state_dict())
+    assert resumed.reached == marks.reached
+    resumed.on_load_checkpoint(trainer, module, {"quality_marks_reached": {"30": [7, 1.5]}})
+    assert resumed.reached == {"30": [7, 1.5]}
     trainer.callbacks.append(TestReport())  # the callback writes what the module scored
     trainer.test(module, datamodule=datamodule)
     assert json.loads((tmp_path / "test_metrics.json").read_text())["validation_bleu_reached"]["0"]["step"] == 3

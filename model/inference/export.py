@@ -150,6 +150,6 @@ def up_to_date_export(model: Seq2SeqTransformer, tokenizer: TranslationTokenizer
     made_from = json.loads((folder / EXPORT_FILE).read_text(encoding="utf-8")).get("checkpoint") \
         if is_exported_folder(folder) else None
     if made_from != str(checkpoint) or (folder / "model.bin").stat().st_mtime < checkpoint.stat().st_mtime:
-        print(f"translate.py: exporting {checkpoint} to CTranslate2 in {folder}", file=sys.stderr)
+        print(f"exporting {checkpoint} to CTranslate2 in {folder}", file=sys.stderr)
         export_ctranslate2(model, tokenizer, checkpoint, folder)
     return folder

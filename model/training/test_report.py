@@ -13,6 +13,7 @@ from pathlib import Path
 import lightning as L
 
 from data.atomic_file import atomic_file, write_text_atomically
+from model.training.quality import QualityMarks
 
 
 class TestReport(L.Callback):
@@ -27,12 +28,13 @@ class TestReport(L.Callback):
         rows, scores = result
         search = pl_module.search_config
         run_dir = Path(trainer.default_root_dir)
+        marks = next((c.reached for c in trainer.callbacks if isinstance(c, QualityMarks)), {})
         write_text_atomically(run_dir / "test_metrics.json", json.dumps({
             "bleu": scores.bleu, "chrf": scores.chrf, "bleu_signature": scores.bleu_signature,
             "chrf_signature": scores.chrf_signature, "sentences": len(rows),
             "beam_size": search.beam_size, "length_penalty": search.length_penalty,
             "validation_bleu_reached": {mark: {"step": int(step), "minutes": round(minutes, 2)}
-                                        for mark, (step, minutes) in pl_module.reached.items()},
+                                        for mark, (step, minutes) in marks.items()},
         }, indent=2))
         with atomic_file(run_dir / "test_translations.tsv") as out:
             for source, refs, hypothesis in rows:

@@ -3,9 +3,9 @@
 It wraps a plain ``Seq2SeqTransformer`` and gets everything else explicitly: the optimizer
 and the learning-rate schedule as factories, the search settings as a ``SearchConfig``
 (all built by Hydra from ``configs/module``), and in ``setup`` the tokenizer, sources and
-references of the data module, read once. What validation draws (attention pictures, the
-explorer page, statistics) is written by a callback, ``model/views/callback.py``, from
-``sentence_views``.
+references of the data module, read once. It computes and logs; callbacks write and show:
+the attention views (``model/views/callback.py``, from ``sentence_views``), time to quality and
+sample translations (``quality.py``), the test report (``test_report.py``).
 
 A training step never waits for the device: its metrics are summed there and read every
 ``log_every_n_steps``, and a non-finite loss is caught there too (the update skipped, the
@@ -15,7 +15,6 @@ greedy BLEU on a fixed subset every ``val_bleu_every``-th time.
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from typing import Any, Callable
@@ -34,8 +33,6 @@ from model.training.timing import is_logging_step
 from model.transformer import Seq2SeqTransformer
 from model.views import SentenceView
 
-log = logging.getLogger(__name__)
-QUALITY_MARKS = (30, 40, 50)  # validation BLEU marks whose first crossing is logged: time to quality
 
 
 def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float,
@@ -81,7 +78,6 @@ class TranslationModule(L.LightningModule):
         self.tokenizer = None
         self.texts: dict[str, tuple[list[str], list[list[str]]]] = {}  # split -> (sources, references)
         self.readable_sources: list[tuple[str, list[int]]] = []  # (text, ids): validation sentences to draw
-        self._train_started: float | None = None
         # Training metrics, summed on the device between logging steps (see training_step).
         self._sums: Tensor | None = None
         self._summed_steps = 0
@@ -91,8 +87,8 @@ class TranslationModule(L.LightningModule):
         self._validations = 0  # validations of this fit so far (val_bleu_every counts them)
         self._bleu_due = True
         self._last_val_scores: dict[str, float] = {}
+        self.validation_rows: list[tuple[str, list[str], str]] = []  # the last scored validation (callbacks show it)
         self.test_result: tuple[list[tuple[str, list[str], str]], Scores] | None = None  # rows, scores
-        self.reached: dict[str, list[float]] = {}  # mark -> [step, training minutes] when val BLEU first reached it
         self._hypotheses: dict[int, str] = {}
 
     def setup(self, stage: str) -> None:
@@ -159,21 +155,8 @@ class TranslationModule(L.LightningModule):
     def on_train_end(self) -> None:
         self.check_finite()  # the steps after the last logging step
 
-    def _budget(self) -> TrainingBudget | None:
-        trainer = self._trainer  # None outside a Trainer (where self.trainer would raise)
-        return next((c for c in trainer.callbacks if isinstance(c, TrainingBudget)), None) if trainer else None
-
     def on_train_start(self) -> None:
-        self._train_started = time.perf_counter()
         self._sums, self._summed_steps, self._window_start = None, 0, None
-
-    def training_minutes(self) -> float:
-        """Wall-clock minutes of training so far (validations included): the budget's, which continues across
-        a resume, else since this fit started."""
-        budget = self._budget()
-        if budget is not None:
-            return budget.elapsed() / 60
-        return (time.perf_counter() - self._train_started) / 60 if self._train_started is not None else 0.0
 
     def training_progress(self, step: int) -> float | None:
         """Share of the training budget spent at ``step``, 0 → 1 (``TrainingBudget.progress``); ``None``
@@ -181,7 +164,7 @@ class TranslationModule(L.LightningModule):
         trainer = self._trainer  # None outside a Trainer (where self.trainer would raise)
         if trainer is None:
             return None
-        budget = self._budget()
+        budget = next((c for c in trainer.callbacks if isinstance(c, TrainingBudget)), None)
         if budget is None:
             return min(step / trainer.max_steps, 1.0) if trainer.max_steps > 0 else None
         return budget.progress(step, trainer.max_steps)
@@ -267,31 +250,11 @@ class TranslationModule(L.LightningModule):
             if self._last_val_scores:
                 self.log_dict(self._last_val_scores, prog_bar=True)
             return
-        rows, scores = self._score("validation")
+        self.validation_rows, scores = self._score("validation")  # time to quality, samples: callbacks
         self._last_val_scores = {"val/bleu": scores.bleu, "val/chrf": scores.chrf}
-        if self.trainer.sanity_checking:
-            return
-        minutes = self.training_minutes()
-        self.log("val/minutes", minutes)  # beside val/bleu: time to quality in metrics.csv and wandb
-        for mark in QUALITY_MARKS:
-            if str(mark) not in self.reached and scores.bleu >= mark:
-                self.reached[str(mark)] = [self.global_step, minutes]
-                if self.trainer.is_global_zero:
-                    log.info("validation BLEU reached %d at step %d, %.1f minutes into training",
-                             mark, self.global_step, minutes)
-        if not self.trainer.is_global_zero:
-            return
-        table = [[source, " | ".join(refs), hypothesis] for source, refs, hypothesis in rows[:20]]
-        for logger in self.loggers:
-            if type(logger).__name__ == "WandbLogger":
-                logger.log_table(key="val/translations", columns=["source", "references", "hypothesis"], data=table)
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.check_finite()  # never save weights that a non-finite loss may have touched
-        checkpoint["quality_marks_reached"] = self.reached  # a resumed run still knows when it got there
-
-    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        self.reached = dict(checkpoint.get("quality_marks_reached", {}))
 
     def on_test_epoch_end(self) -> None:
         self.test_result = self._score("test")  # written into the run folder by the TestReport callback

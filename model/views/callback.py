@@ -152,12 +152,17 @@ class AttentionViews(L.Callback):
             self._pool, self._pending = None, []
 
 
+def wandb_loggers(loggers: list) -> list:
+    """The wandb loggers among ``loggers`` (by name: wandb is imported only where it is configured)."""
+    return [logger for logger in loggers if type(logger).__name__ == "WandbLogger"]
+
+
 def log_image(loggers: list, key: str, path: Path, step: int) -> None:
     """A PNG to wandb (an image panel with a step slider) or TensorBoard; other loggers have the file."""
+    for logger in wandb_loggers(loggers):
+        logger.log_image(key=key, images=[str(path)], step=step)
     for logger in loggers:
-        if type(logger).__name__ == "WandbLogger":
-            logger.log_image(key=key, images=[str(path)], step=step)
-        elif type(logger).__name__ == "TensorBoardLogger":
+        if type(logger).__name__ == "TensorBoardLogger":
             import matplotlib.image as mpimg
 
             logger.experiment.add_image(key, mpimg.imread(path)[..., :3], step, dataformats="HWC")
@@ -165,9 +170,8 @@ def log_image(loggers: list, key: str, path: Path, step: int) -> None:
 
 def log_html(loggers: list, key: str, path: Path, step: int) -> None:
     """A page to wandb's HTML panel."""
-    for logger in loggers:
-        if type(logger).__name__ == "WandbLogger":
-            import wandb
+    for logger in wandb_loggers(loggers):
+        import wandb
 
-            # inject=False: no stylesheet fetched from wandb's servers; the page stays offline.
-            logger.log_metrics({key: wandb.Html(path.read_text(encoding="utf-8"), inject=False)}, step=step)
+        # inject=False: no stylesheet fetched from wandb's servers; the page stays offline.
+        logger.log_metrics({key: wandb.Html(path.read_text(encoding="utf-8"), inject=False)}, step=step)
