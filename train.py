@@ -24,9 +24,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import hydra
@@ -39,66 +39,20 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from data.atomic_file import write_text_atomically
 from data.corpus import CorpusError, CorpusNotFoundError
-from data.datamodule import DataCacheError, data_problems
+from data.datamodule import DataCacheError
 from data.tokenizer import tokenizer_fingerprint
-from model.inference.run_folder import RunLoadError, read_checkpoint
 from model.training.budget import TrainingBudget
 from model.training.checkpoint_io import AtomicCheckpointIO, CheckpointWriteError, resume_point
 from model.training.interrupt import GracefulStop, TrainingInterrupted
 from model.training.machine import Machine, decide_machine, settle_settings, with_recipe
 from model.training.non_finite import NonFiniteLossError
 from model.training.precision import peak_flops
-from model.training.schedule import schedule_problems
+from model.training.settings import SettingsError, check_config, check_run_folder, given_checkpoint
 from model.training.timing import RunClock, TimeSplit, TimeSplitReport
-from model.transformer import shape_problems
 from model.views.callback import wandb_loggers
 
 log = logging.getLogger("train")
 CONFIGS = Path(__file__).resolve().parent / "configs"
-MAX_TIME = re.compile(r"^\d+:\d+:\d+:\d+$")  # Lightning's DD:HH:MM:SS
-
-
-class SettingsError(ValueError):
-    """Settings that cannot work, found before anything is built or written: one line."""
-
-
-def check_config(cfg: DictConfig) -> None:
-    """Refuse now, in one line, settings that would fail after the data cache is built or mid-epoch: each
-    component says what it refuses (one rule, one place); what spans two of them is checked here."""
-    model, data = cfg.model, cfg.data
-    problems = (shape_problems(model, "model.") + data_problems(data, "data.")
-                + schedule_problems(cfg.module.schedule, "module.schedule."))
-    max_time = cfg.trainer.get("max_time")
-    if max_time is not None and not (isinstance(max_time, str) and MAX_TIME.match(max_time)):
-        problems.append(f"trainer.max_time={max_time!r} must be DD:HH:MM:SS (e.g. 00:00:30:00), or null")
-    if not problems and data.max_sentence_len > model.max_len:
-        problems.append(f"data.max_sentence_len={data.max_sentence_len} exceeds model.max_len={model.max_len}")
-    if problems:
-        raise SettingsError("bad settings: " + "; ".join(problems))
-
-
-# Settings that decide the splits and the BPE vocabulary: a run folder keeps its own.
-DATA_KEYS = ("corpus_path", "hub_path", "hub_name", "val_fraction", "test_fraction", "vocab_size", "joint_vocab",
-             "limit_pairs")
-
-
-def check_run_folder(cfg: DictConfig, run_dir: Path, model_config: dict, tokenizer_folder: Path) -> None:
-    """Refuse to continue a run in ``run_dir`` with settings that change its tokenizer or model.
-
-    Checked before anything is written there: the folder keeps its config, tokenizer and checkpoints.
-    """
-    saved = run_dir / "config.yaml"
-    if not saved.is_file() or not list(run_dir.glob("checkpoints/*.ckpt")):
-        return  # nothing to continue: a new run
-    old = OmegaConf.load(saved)
-    differ = [f"model.{k}" for k, v in model_config.items() if old.model.get(k) != v]
-    differ += [f"data.{k}" for k in DATA_KEYS if old.data.get(k) != cfg.data.get(k)]
-    differ += ["seed"] if old.get("seed") != cfg.seed else []
-    if not differ and tokenizer_fingerprint(run_dir) != tokenizer_fingerprint(tokenizer_folder):
-        differ.append("the tokenizer (tokenizer.json)")
-    if differ:
-        raise SettingsError(f"{run_dir} holds a run with other settings ({', '.join(differ)}): continue it with "
-                            f"its own settings ({saved}), or start a new run folder (hydra.run.dir=...)")
 
 
 def check_group_choices(argv: list[str]) -> None:
@@ -139,19 +93,6 @@ def lock_run_folder(run_dir: Path) -> FileLock | None:
     return lock
 
 
-def given_checkpoint(cfg: DictConfig) -> str | None:
-    """``ckpt_path=``, checked to load safely (a file that needs unpickling is refused here), or None."""
-    if not cfg.ckpt_path:
-        return None
-    if not Path(cfg.ckpt_path).is_file():
-        raise SettingsError(f"ckpt_path={cfg.ckpt_path} does not exist")
-    try:
-        read_checkpoint(Path(cfg.ckpt_path))
-    except RunLoadError as error:
-        raise SettingsError(f"ckpt_path: {error}") from None
-    return str(cfg.ckpt_path)
-
-
 def interrupted_run_checkpoint(run_dir: Path) -> str | None:
     """This run folder's last checkpoint that loads, when an earlier run in it was interrupted."""
     point = resume_point(run_dir)
@@ -185,15 +126,26 @@ def train(cfg: DictConfig) -> dict[str, float]:
             lock.release()
 
 
-def _train(cfg: DictConfig, machine: Machine, run_dir: Path, ckpt_path: str | None) -> dict[str, float]:
-    """``train`` once its settings are checked and its run folder is held."""
-    clock = RunClock(machine.device_type)  # where the time goes: data, steps, validation, views, ...
+@dataclass
+class Run:
+    """What ``build_run`` makes of the settings: everything ``fit_and_test`` needs."""
+
+    datamodule: L.LightningDataModule
+    module: L.LightningModule
+    trainer: L.Trainer
+    loggers: list
+    time_split: TimeSplit
+    stopper: GracefulStop
+    checkpoint_io: AtomicCheckpointIO
+
+
+def build_run(cfg: DictConfig, machine: Machine, run_dir: Path, clock: RunClock) -> Run:
+    """The data (built or read from the cache), the model and module, loggers, callbacks and trainer."""
     group = sweep_group()
     if group and cfg.get("logger") and "wandb" in cfg.logger:
         with open_dict(cfg):
             cfg.logger.wandb.group = group  # the runs of one sweep overlay in one wandb group
     L.seed_everything(cfg.seed, workers=True)
-
     datamodule = instantiate(cfg.data)
     with clock.phase("data"):
         datamodule.setup()  # builds (or reads from the cache) splits, tokenizer and token ids
@@ -224,35 +176,47 @@ def _train(cfg: DictConfig, machine: Machine, run_dir: Path, ckpt_path: str | No
     checkpoint_io = AtomicCheckpointIO(asynchronous=cfg.checkpoints.asynchronous, clock=clock)
     trainer = instantiate(cfg.trainer, max_time=None, logger=loggers or False, default_root_dir=str(run_dir),
                           callbacks=[time_split, *callbacks, budget, stopper], plugins=[checkpoint_io])
-    n_params = sum(p.numel() for p in model.parameters())
-    log.info("model: %.1fM parameters; run folder: %s", n_params / 1e6, run_dir)
-    peak = peak_flops(cfg.trainer.precision, machine.device_type)  # what MFU is measured against
+    log.info("model: %.1fM parameters; run folder: %s", sum(p.numel() for p in model.parameters()) / 1e6, run_dir)
+    return Run(datamodule, module, trainer, loggers, time_split, stopper, checkpoint_io)
 
+
+def fit_and_test(cfg: DictConfig, run: Run, run_dir: Path, ckpt_path: str | None, clock: RunClock) -> dict[str, float]:
+    """Train (resuming from ``ckpt_path``), save the final weights, then score the test split."""
+    trainer, module, datamodule = run.trainer, run.module, run.datamodule
     # Said in one line above instead: the token-bucket sampler reshuffles per epoch, from its seed.
     warnings.filterwarnings("ignore", message=".*your dataloader is not resumable.*")
     try:
-        try:
-            trainer.fit(module, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=True)
-        except NonFiniteLossError as error:
-            good = resume_point(run_dir)
-            raise NonFiniteLossError(f"{error}: training stopped, no final.ckpt written; last good checkpoint: "
-                                     f"{good or 'none'} (a lower optim.optimizer.lr may help)") from None
-        stopper.raise_if_interrupted(trainer.global_step)  # a signal: last.ckpt saved, no final weights or test
-        # The weights as training left them (a time limit rarely stops on a validation step).
-        with clock.phase("checkpoints"):
-            trainer.save_checkpoint(run_dir / "checkpoints" / "final.ckpt", weights_only=True)
-            checkpoint_io.teardown()
-        if cfg.get("optimized_metric"):  # a search's objective: the final weights, not the last validation's
-            trainer.validate(module, datamodule=datamodule, weights_only=True, verbose=False)
-        metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
-        if cfg.test:  # the configured search (beam) on the test split, final weights
-            results = trainer.test(module, datamodule=datamodule, weights_only=True)
-            metrics.update(results[0] if results else {})
-    finally:
-        if trainer.is_global_zero:
-            report_time_split(clock.split(time_split.work(), peak), run_dir, loggers)
-        finish_wandb_run()
+        trainer.fit(module, datamodule=datamodule, ckpt_path=ckpt_path, weights_only=True)
+    except NonFiniteLossError as error:
+        good = resume_point(run_dir)
+        raise NonFiniteLossError(f"{error}: training stopped, no final.ckpt written; last good checkpoint: "
+                                 f"{good or 'none'} (a lower optim.optimizer.lr may help)") from None
+    run.stopper.raise_if_interrupted(trainer.global_step)  # a signal: last.ckpt saved, no final weights or test
+    # The weights as training left them (a time limit rarely stops on a validation step).
+    with clock.phase("checkpoints"):
+        trainer.save_checkpoint(run_dir / "checkpoints" / "final.ckpt", weights_only=True)
+        run.checkpoint_io.teardown()
+    if cfg.get("optimized_metric"):  # a search's objective: the final weights, not the last validation's
+        trainer.validate(module, datamodule=datamodule, weights_only=True, verbose=False)
+    metrics = {k: float(v) for k, v in trainer.callback_metrics.items()}
+    if cfg.test:  # the configured search (beam) on the test split, final weights
+        results = trainer.test(module, datamodule=datamodule, weights_only=True)
+        metrics.update(results[0] if results else {})
     return metrics
+
+
+def _train(cfg: DictConfig, machine: Machine, run_dir: Path, ckpt_path: str | None) -> dict[str, float]:
+    """``train`` once its settings are checked and its run folder is held: build the run, fit and test it,
+    and say where its time went (also when it fails)."""
+    clock = RunClock(machine.device_type)  # where the time goes: data, steps, validation, views, ...
+    run = build_run(cfg, machine, run_dir, clock)
+    try:
+        return fit_and_test(cfg, run, run_dir, ckpt_path, clock)
+    finally:
+        if run.trainer.is_global_zero:
+            peak = peak_flops(cfg.trainer.precision, machine.device_type)  # what MFU is measured against
+            report_time_split(clock.split(run.time_split.work(), peak), run_dir, run.loggers)
+        finish_wandb_run()
 
 
 def report_time_split(report: TimeSplitReport, run_dir: Path, loggers: list) -> None:

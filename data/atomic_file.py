@@ -43,3 +43,11 @@ def write_text_atomically(path: str | Path, text: str) -> Path:
     with atomic_file(path) as out:
         out.write(text)
     return Path(path)
+
+
+def os_cause(error: BaseException | None) -> OSError | None:
+    """The operating system's error behind ``error`` (a full disk, a read-only folder), or None: libraries
+    wrap it in their own (torch.save: a RuntimeError "unexpected pos"; datasets and pyarrow likewise)."""
+    while error is not None and not isinstance(error, OSError):
+        error = error.__cause__ or error.__context__
+    return error

@@ -22,9 +22,10 @@ from datasets import DatasetDict, load_dataset, load_from_disk
 from filelock import FileLock
 from torch.utils.data import DataLoader
 
+from data.atomic_file import os_cause
 from data.corpus import DEFAULT_CACHE, ParseReport, clean_pairs, load_pairs, locate_corpus
 from data.device_batches import DeviceBatches
-from data.sampler import TokenBucketBatchSampler, pad_batch
+from data.sampler import Collator, TokenBucketBatchSampler
 from data.splits import split_pairs
 from data.tokenizer import MIN_VOCAB_SIZE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
 
@@ -34,24 +35,6 @@ CACHE_VERSION = 1  # bump when the cached format changes
 
 class DataCacheError(OSError):
     """The data cache could not be written (a full disk, a read-only folder): nothing half-built is kept."""
-
-
-class Collator:
-    """Indices -> padded tensors: src (B, S) ends in EOS; tgt_in = BOS + tgt; tgt_out = tgt + EOS."""
-
-    def __init__(self, src_ids: list[list[int]], tgt_ids: list[list[int]], pad_id: int, bos_id: int, eos_id: int):
-        self.src_ids, self.tgt_ids = src_ids, tgt_ids
-        self.pad_id, self.bos_id, self.eos_id = pad_id, bos_id, eos_id
-
-    def __call__(self, indices: list[int]) -> dict[str, torch.Tensor]:
-        src = [self.src_ids[i] for i in indices]
-        tgt = [self.tgt_ids[i] for i in indices]
-        return {
-            "src": pad_batch(src, self.pad_id),
-            "tgt_in": pad_batch([[self.bos_id] + t for t in tgt], self.pad_id),
-            "tgt_out": pad_batch([t + [self.eos_id] for t in tgt], self.pad_id),
-            "index": torch.tensor(indices, dtype=torch.long),
-        }
 
 
 def column(split, name: str) -> list:
@@ -170,9 +153,7 @@ class TranslationDataModule(L.LightningDataModule):
             try:
                 self._build(folder, pairs_and_report)
             except Exception as error:  # noqa: BLE001 — datasets and pyarrow wrap the OS error in their own
-                cause = error
-                while cause is not None and not isinstance(cause, OSError):
-                    cause = cause.__cause__ or cause.__context__
+                cause = os_cause(error)
                 if cause is None:
                     raise
                 self._remove_partial(folder)
@@ -280,12 +261,6 @@ class TranslationDataModule(L.LightningDataModule):
     def sources(self, split: str) -> list[str]:
         return column(self.splits[split], "src")
 
-    def _device(self) -> torch.device | None:
-        """Where batches are built: the training device with ``on_device``, else None (a loader)."""
-        if not self.hparams.on_device:
-            return None
-        return self.trainer.strategy.root_device if self.trainer else torch.device("cpu")
-
     def _loader(self, split: str, shuffle: bool, rows: list[int] | None = None) -> DataLoader | DeviceBatches:
         src_ids, tgt_ids = self._ids[split]
         limit = self.hparams.max_sentence_len
@@ -300,8 +275,8 @@ class TranslationDataModule(L.LightningDataModule):
             lengths, self.hparams.max_tokens, shuffle=shuffle, seed=self.hparams.seed,
             num_replicas=trainer.world_size if trainer else 1, rank=trainer.global_rank if trainer else 0,
         )
-        device = self._device()
-        if device is not None:  # the ids live on the device; each batch is cut out there
+        if self.hparams.on_device:  # the ids live on the training device; each batch is cut out there
+            device = trainer.strategy.root_device if trainer else torch.device("cpu")
             return DeviceBatches(src_ids, tgt_ids, rows, sampler, device=device, **self.special_ids)
         # The sampler yields positions in ``rows``; the loader turns them into row indices.
         collate = Collator(src_ids, tgt_ids, **self.special_ids)

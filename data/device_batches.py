@@ -4,7 +4,7 @@ The tokenized splits are a few MB: on a GPU they are copied to it once, and each
 padded batch is cut out of them by index arithmetic, so a step needs no loader worker and no
 host-to-device copy. The batches are the ``TokenBucketBatchSampler``'s (similar lengths,
 token budget, a new shuffle every epoch, one shard per rank) and equal, tensor for tensor,
-what ``Collator`` makes of them on the host.
+what ``Collator`` (``sampler.py``) makes of them on the host.
 """
 
 from __future__ import annotations

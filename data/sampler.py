@@ -1,7 +1,8 @@
 """Token-budget batching: sentences of similar length together, at most ``max_tokens`` per batch.
 
 A batch's cost is its padded size, ``batch_size × longest sentence``; grouping by length
-keeps padding small, and the budget keeps every step's work about equal.
+keeps padding small, and the budget keeps every step's work about equal. ``Collator`` pads a
+batch of rows into the model's tensors on the host (``device_batches.py`` does it on the device).
 """
 
 from __future__ import annotations
@@ -102,3 +103,21 @@ def pad_batch(sequences: list[list[int]], pad_id: int) -> Tensor:
     for i, seq in enumerate(sequences):
         out[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
     return out
+
+
+class Collator:
+    """Indices -> padded tensors: src (B, S) ends in EOS; tgt_in = BOS + tgt; tgt_out = tgt + EOS."""
+
+    def __init__(self, src_ids: list[list[int]], tgt_ids: list[list[int]], pad_id: int, bos_id: int, eos_id: int):
+        self.src_ids, self.tgt_ids = src_ids, tgt_ids
+        self.pad_id, self.bos_id, self.eos_id = pad_id, bos_id, eos_id
+
+    def __call__(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        src = [self.src_ids[i] for i in indices]
+        tgt = [self.tgt_ids[i] for i in indices]
+        return {
+            "src": pad_batch(src, self.pad_id),
+            "tgt_in": pad_batch([[self.bos_id] + t for t in tgt], self.pad_id),
+            "tgt_out": pad_batch([t + [self.eos_id] for t in tgt], self.pad_id),
+            "index": torch.tensor(indices, dtype=torch.long),
+        }

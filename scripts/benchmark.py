@@ -39,7 +39,7 @@ from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
 from model.search import SearchConfig, greedy_decode, search
-from model.training.precision import choose_precision, machine_name
+from model.training.precision import choose_precision, machine_name, matmul_gflops
 from model.training.translation_module import label_smoothed_loss
 from model.transformer import Seq2SeqTransformer
 from torch_peer import TorchTransformer  # scripts/torch_peer.py, beside this file
@@ -157,12 +157,6 @@ def profile_by_kind(step, steps: int = 3) -> tuple[list[tuple[str, float]], floa
     return [(k, by_kind[k] / total) for k in order if k in by_kind], seconds
 
 
-def matmul_gflops(dtype: torch.dtype, rows: int, inner: int, cols: int, repeats: int = 3) -> float:
-    x, weight = torch.randn(rows, inner).to(dtype), torch.randn(cols, inner).to(dtype)
-    seconds = interleaved_times({"mm": lambda: F.linear(x, weight)}, repeats)["mm"]
-    return 2 * rows * inner * cols / seconds / 1e9
-
-
 def pipeline_tokens_per_s(steps: int) -> tuple[float, int]:
     """Median ``train/tokens_per_s`` of `python train.py` (defaults, real batches) after step 30."""
     with tempfile.TemporaryDirectory() as run_dir:
@@ -191,15 +185,14 @@ def main() -> None:
     warnings.filterwarnings("ignore", category=UserWarning)  # torch.nn's mask / nested-tensor notices
     torch.manual_seed(0)
     cfg = default_config()
+    print(f"{machine_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
     if args.decode_only:
-        print(f"{machine_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
         return decoding_against(cfg, args.against, 200 if args.quick else args.sentences, 1 if args.quick else 3)
     shape = {k: cfg.model[k] for k in SHAPE_KEYS}
     vocab, dropout = cfg.data.vocab_size, cfg.model.dropout
     fused = bool(cfg.optim.optimizer.get("fused", False))
     precision = choose_precision(False) if cfg.trainer.precision == "auto" else cfg.trainer.precision
     bf16 = precision.startswith("bf16")
-    print(f"{machine_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
     print(f"default: {shape}, vocab {vocab}, dropout {dropout}, AdamW fused={fused}, precision {precision}")
 
     # Batches of one length bucket (~12 tokens a sentence): the peer's ~4,096 tokens per side, and

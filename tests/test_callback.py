@@ -67,7 +67,7 @@ def test_statistics_are_logged_for_the_same_sentences(trained):
 def test_no_sentences_draw_nothing(tmp_path):
     with pytest.raises(ValueError, match="sentences must be 0 or more"):
         AttentionViews(sentences=-1)
-    with pytest.raises(ValueError, match="background must be true, false or auto"):
+    with pytest.raises(ValueError, match="background must be true or false"):
         AttentionViews(background="sometimes")
     trainer = L.Trainer(logger=False, default_root_dir=str(tmp_path))
     AttentionViews(sentences=0).on_validation_epoch_end(trainer, None)  # the module is not even asked

@@ -4,7 +4,7 @@ import pytest
 import torch
 from lightning.fabric.utilities.data import _set_sampler_epoch
 
-from data.datamodule import Collator
+from data.sampler import Collator
 from data.device_batches import DeviceBatches, cut
 from data.sampler import TokenBucketBatchSampler
 from helpers import BOS, EOS, PAD, small_datamodule

@@ -18,6 +18,7 @@ logging window, the stop lands within a window's time of ``max_time`` on any mac
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,11 +29,16 @@ import lightning as L
 from model.training.timing import is_logging_step
 
 
+MAX_TIME = re.compile(r"^\d+:\d+:\d+:\d+$")  # Lightning's DD:HH:MM:SS
+
+
 def max_time_seconds(max_time: str | None) -> float | None:
-    """Lightning's ``DD:HH:MM:SS`` in seconds (None: no time limit)."""
+    """Lightning's ``DD:HH:MM:SS`` in seconds (None: no time limit); ValueError for anything else."""
     if max_time is None:
         return None
-    days, hours, minutes, seconds = (int(part) for part in str(max_time).split(":"))
+    if not (isinstance(max_time, str) and MAX_TIME.match(max_time)):
+        raise ValueError(f"max_time={max_time!r} is not DD:HH:MM:SS")
+    days, hours, minutes, seconds = (int(part) for part in max_time.split(":"))
     return float(((days * 24 + hours) * 60 + minutes) * 60 + seconds)
 
 

@@ -23,7 +23,7 @@ import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 from lightning.fabric.utilities.apply_func import apply_to_collection
 
-from data.atomic_file import atomic_file
+from data.atomic_file import atomic_file, os_cause
 from model.inference.run_folder import RunLoadError, read_checkpoint
 from model.training.timing import RunClock
 
@@ -32,14 +32,6 @@ log = logging.getLogger(__name__)
 
 class CheckpointWriteError(OSError):
     """A checkpoint could not be written (a full disk, a read-only folder): the previous one is intact."""
-
-
-def os_cause(error: BaseException) -> OSError | None:
-    """The operating system's error behind ``error``: torch.save reports a full disk as a RuntimeError
-    ("unexpected pos") whose context is the real ``OSError``."""
-    while error is not None and not isinstance(error, OSError):
-        error = error.__cause__ or error.__context__
-    return error
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):

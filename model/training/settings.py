@@ -1,0 +1,77 @@
+"""A run's settings, checked before anything is built or written: what each component refuses, what spans
+two of them, and what a run folder that is continued must keep (its tokenizer, model shape and seed).
+
+Each component says what it refuses (``shape_problems``, ``data_problems``, ``schedule_problems``): one
+rule, one place; this module only gathers them into one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from data.datamodule import data_problems
+from data.tokenizer import tokenizer_fingerprint
+from model.inference.run_folder import RunLoadError, read_checkpoint
+from model.training.budget import max_time_seconds
+from model.training.schedule import schedule_problems
+from model.transformer import shape_problems
+
+
+class SettingsError(ValueError):
+    """Settings that cannot work, found before anything is built or written: one line."""
+
+
+def check_config(cfg: DictConfig) -> None:
+    """Refuse now, in one line, settings that would fail after the data cache is built or mid-epoch: each
+    component says what it refuses (one rule, one place); what spans two of them is checked here."""
+    model, data = cfg.model, cfg.data
+    problems = (shape_problems(model, "model.") + data_problems(data, "data.")
+                + schedule_problems(cfg.module.schedule, "module.schedule."))
+    max_time = cfg.trainer.get("max_time")
+    try:
+        max_time_seconds(max_time)
+    except ValueError:
+        problems.append(f"trainer.max_time={max_time!r} must be DD:HH:MM:SS (e.g. 00:00:30:00), or null")
+    if not problems and data.max_sentence_len > model.max_len:
+        problems.append(f"data.max_sentence_len={data.max_sentence_len} exceeds model.max_len={model.max_len}")
+    if problems:
+        raise SettingsError("bad settings: " + "; ".join(problems))
+
+
+# Settings that decide the splits and the BPE vocabulary: a run folder keeps its own.
+DATA_KEYS = ("corpus_path", "hub_path", "hub_name", "val_fraction", "test_fraction", "vocab_size", "joint_vocab",
+             "limit_pairs")
+
+
+def check_run_folder(cfg: DictConfig, run_dir: Path, model_config: dict, tokenizer_folder: Path) -> None:
+    """Refuse to continue a run in ``run_dir`` with settings that change its tokenizer or model.
+
+    Checked before anything is written there: the folder keeps its config, tokenizer and checkpoints.
+    """
+    saved = run_dir / "config.yaml"
+    if not saved.is_file() or not list(run_dir.glob("checkpoints/*.ckpt")):
+        return  # nothing to continue: a new run
+    old = OmegaConf.load(saved)
+    differ = [f"model.{k}" for k, v in model_config.items() if old.model.get(k) != v]
+    differ += [f"data.{k}" for k in DATA_KEYS if old.data.get(k) != cfg.data.get(k)]
+    differ += ["seed"] if old.get("seed") != cfg.seed else []
+    if not differ and tokenizer_fingerprint(run_dir) != tokenizer_fingerprint(tokenizer_folder):
+        differ.append("the tokenizer (tokenizer.json)")
+    if differ:
+        raise SettingsError(f"{run_dir} holds a run with other settings ({', '.join(differ)}): continue it with "
+                            f"its own settings ({saved}), or start a new run folder (hydra.run.dir=...)")
+
+
+def given_checkpoint(cfg: DictConfig) -> str | None:
+    """``ckpt_path=``, checked to load safely (a file that needs unpickling is refused here), or None."""
+    if not cfg.ckpt_path:
+        return None
+    if not Path(cfg.ckpt_path).is_file():
+        raise SettingsError(f"ckpt_path={cfg.ckpt_path} does not exist")
+    try:
+        read_checkpoint(Path(cfg.ckpt_path))
+    except RunLoadError as error:
+        raise SettingsError(f"ckpt_path: {error}") from None
+    return str(cfg.ckpt_path)
