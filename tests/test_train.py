@@ -26,6 +26,7 @@ from model.training.non_finite import NonFiniteLossError
 from model.training.translation_module import TranslationModule
 from train import SettingsError
 
+NO_VIEWS = "callbacks.attention_views.sentences=0"  # runs that test stopping and resuming draw nothing
 PRESETS = [[], ["experiment=smoke"], ["experiment=gpu"], ["experiment=cpu"], ["trainer=ddp"], ["logger=csv"],
            ["logger=tensorboard"], ["data=opus_books"]]
 
@@ -60,11 +61,8 @@ def test_every_preset_instantiates(overrides, tmp_path):
 
 @pytest.mark.slow
 def test_unknown_key_fails_with_hydras_error(tmp_path):
-    with pytest.raises(ConfigCompositionException, match="optim.lerning_rate"):
-        compose_train("optim.lerning_rate=0.1")
-    result = subprocess.run([os.sys.executable, "train.py", "model.d_modle=64"], cwd=ROOT, capture_output=True,
-                            text=True, timeout=120)
-    assert result.returncode != 0 and "d_modle" in result.stderr
+    with pytest.raises(ConfigCompositionException, match="optim.lerning_rate"):  # Hydra's own error, as on
+        compose_train("optim.lerning_rate=0.1")  # the command line
     # A value that cannot work: one line from train.py, no traceback (Hydra's log goes to the run folder).
     result = subprocess.run([os.sys.executable, "train.py", "model.num_heads=3", f"hydra.run.dir={tmp_path / 'run'}"],
                             cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -140,7 +138,7 @@ def test_same_seed_same_losses(smoke_run, tmp_path, data_cache):
 def test_killed_run_resumes_from_last_checkpoint(tmp_path, data_cache, smoke_run):
     run_dir = tmp_path / "killed"
     last = run_dir / "checkpoints" / "last.ckpt"
-    args = ("logger=csv", "test=false", "trainer.max_steps=60")
+    args = ("logger=csv", "test=false", "trainer.max_steps=60", NO_VIEWS)
     process = run_train(run_dir, data_cache, *args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
     while not last.is_file() and process.poll() is None and time.time() < deadline:
@@ -160,7 +158,7 @@ def test_killed_run_resumes_from_last_checkpoint(tmp_path, data_cache, smoke_run
 def test_a_signal_saves_the_step_and_the_same_command_resumes(tmp_path, data_cache, signum, code, asynchronous):
     run_dir = tmp_path / "signalled"
     last = run_dir / "checkpoints" / "last.ckpt"
-    args = ("logger=csv", "test=false", "trainer.max_steps=100", f"checkpoints.asynchronous={asynchronous}")
+    args = ("logger=csv", "test=false", "trainer.max_steps=100", f"checkpoints.asynchronous={asynchronous}", NO_VIEWS)
     # A background job of a non-interactive shell inherits SIGINT ignored: give the child the default.
     process = run_train(run_dir, data_cache, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -209,7 +207,7 @@ def test_ddp_steps_call_no_collective_outside_logging_steps_and_stop_together_at
     command = [sys.executable, str(ROOT / "tests" / "count_collectives.py"), "experiment=smoke",
                f"hydra.run.dir={run_dir}", f"data.cache_dir={data_cache}", "trainer=ddp", "trainer.accelerator=cpu",
                "trainer.devices=2", "logger=csv", "test=false", "trainer.max_steps=-1", "trainer.max_time=00:00:00:08",
-               "callbacks.early_stopping=null", "callbacks.attention_views.sentences=0"]
+               "callbacks.early_stopping=null", NO_VIEWS]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600,
                             env=os.environ | {"COLLECTIVES_DIR": str(counts)})
     assert result.returncode == 0, result.stderr[-3000:]
@@ -227,7 +225,7 @@ def test_sigterm_to_both_ddp_ranks_saves_once_and_the_same_command_resumes(tmp_p
     run_dir = tmp_path / "ddp_signalled"
     last = run_dir / "checkpoints" / "last.ckpt"
     args = ("trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2", "logger=csv", "test=false",
-            "trainer.max_steps=40", "trainer.val_check_interval=10")
+            "trainer.max_steps=40", "trainer.val_check_interval=10", NO_VIEWS)
     process = run_train(run_dir, data_cache, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                         start_new_session=True)  # its own process group, as a scheduler's job has
     deadline = time.time() + 300
