@@ -68,12 +68,13 @@ def run_figures(run: Path, missing: list[str]) -> dict:
     split, probe = read_json(run / "time_split.json", missing), read_json(run / "step_probe.json", missing)
     figures = {"wall_s": split.get("wall_s"), "steps": split.get("steps"),
                "share_in_steps": split.get("share", {}).get("steps"), "shares": split.get("share"),
-               "tokens_per_s_steps": split.get("tokens_per_s_steps"), "tokens_per_s_wall": split.get("tokens_per_s_wall"),
-               "mfu": split.get("mfu")}
+               "tokens_per_s_steps": split.get("tokens_per_s_steps"),
+               "tokens_per_s_wall": split.get("tokens_per_s_wall"), "mfu": split.get("mfu")}
     figures |= {key: value for key, value in probe.items() if key != "start_step"}
     curve = validation_curve(run)
     bleus = [point["val_bleu"] for point in curve if "val_bleu" in point]
-    figures |= {"validation": curve, "best_val_bleu": max(bleus, default=None), "final_val_bleu": bleus[-1] if bleus else None}
+    figures |= {"validation": curve, "best_val_bleu": max(bleus, default=None),
+                "final_val_bleu": bleus[-1] if bleus else None}
     if (run / "test_metrics.json").is_file() or split:  # a run that got as far as training
         test = read_json(run / "test_metrics.json", missing)
         figures |= {"test_bleu": test.get("bleu"), "test_chrf": test.get("chrf")}

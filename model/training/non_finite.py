@@ -63,12 +63,12 @@ class NonFiniteGuard:
         device; under DDP one collective, so every rank calls it at the same points)."""
         if self.first_bad is None:
             return
-        first = self.first_bad
+        step, value = self.first_bad.tolist()
+        what = f"the training loss is {value}"
         if distributed():  # the earliest bad step of any rank: every rank raises together
-            step = torch.where(first[0] >= 0, first[0], torch.full_like(first[0], float("inf"))).clone()
-            dist.all_reduce(step, op=dist.ReduceOp.MIN)
-            first = torch.where(step == first[0], first, torch.stack([step, torch.full_like(step, float("nan"))]))
-            first = torch.where(torch.isinf(step), torch.full_like(first, -1.0), first)
-        step, value = first.tolist()
-        if step >= 0:
-            raise NonFiniteLossError(f"the training loss is {value} at step {int(step)}")
+            earliest = torch.full_like(self.first_bad[0], step if step >= 0 else float("inf"))
+            dist.all_reduce(earliest, op=dist.ReduceOp.MIN)
+            if earliest.item() != step:
+                step, what = earliest.item(), "another rank's training loss is not finite"
+        if 0 <= step < float("inf"):
+            raise NonFiniteLossError(f"{what} at step {int(step)}")

@@ -53,7 +53,7 @@ class StepProbe(L.Callback):
             self._start_profile(trainer)
         elif step == profile_end:
             self._stop_profile(trainer, self.profile_steps)
-            if self._cuda(trainer) and self.sync_steps:  # the sync window: every synchronizing CUDA call becomes a warning
+            if self._cuda(trainer) and self.sync_steps:  # the sync window: each synchronizing call warns
                 self._caught = warnings.catch_warnings(record=True)
                 self._records = self._caught.__enter__()
                 warnings.simplefilter("always")

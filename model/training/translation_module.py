@@ -136,12 +136,11 @@ class TranslationModule(L.LightningModule):
     def _log_training_metrics(self) -> None:
         """Means since the last logging step, read from the device in one transfer, to the loggers and the bar."""
         self.check_finite()
-        skipped = self.non_finite.skipped.view(1) if self.non_finite.skipped is not None else self._sums[:0]
-        loss, nll, accuracy, tokens, *skipped = torch.cat([self._sums / self._summed_steps, skipped]).tolist()
+        means = self._sums / self._summed_steps
+        loss, nll, accuracy, tokens, skipped = torch.cat([means, self.non_finite.skipped.view(1)]).tolist()
         now = time.perf_counter()
         metrics = {"train/loss": loss, "train/ppl": math.exp(min(nll, 50.0)), "train/accuracy": accuracy,
-                   "train/lr": self._trainer.optimizers[0].param_groups[0]["lr"],
-                   "train/skipped_updates": skipped[0] if skipped else 0.0}
+                   "train/lr": self._trainer.optimizers[0].param_groups[0]["lr"], "train/skipped_updates": skipped}
         if self._window_start is not None:  # tokens over the time since the last logging step
             metrics["train/tokens_per_s"] = tokens * self._summed_steps / max(now - self._window_start, 1e-9)
         self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=1)
