@@ -23,19 +23,14 @@ Options (defaults in brackets; "the run's" = what the run was trained with, in i
                       (every kind, layer, head); FILE.png, .svg or .pdf = cross-attention picture
   attention_all=BOOL  with a picture: every layer and head, plus both self-attentions [false]
   -- SENTENCE ...     everything after -- is a sentence, even with "=" in it
-  engine=E            ours | ctranslate2: the search, ours or CTranslate2's on the same      [ours]
+  engine=E            ours | ctranslate2: the search, ours or CTranslate2's on the same  [ours]
                       weights (RUN/ctranslate2, exported first if missing; run= may name such a folder;
                       pip install -e ".[export]"). Its length penalty divides by length^A, not GNMT's
                       ((5 + length) / 6)^A, so beams may rank differently when length_penalty > 0.
   serve=BOOL          serve a page and a JSON API (POST /translate; docs at /docs)   [false]
                       instead of translating; needs pip install -e ".[serve]"
   host=H, port=N      where to serve; 127.0.0.1 = this machine only                  [127.0.0.1, 8000]
-  serve.max_work=N    work of one request: source tokens x beam_size (+ n_best,      [8192]
-                      attention); more: 413. At the default, ~3 s at most on 2 cores
-  serve.batch_work=N  work of one model batch: long requests take turns with others  [2048]
-  serve.queue_work=N  work waiting at once; more: 503 with Retry-After               [65536]
-  serve.deadline=S    seconds a request may wait and run; later: 504, work dropped    [30]
-  serve.max_body=N    bytes of a request's body, bounded before it is read           [1000000]
+{serve_options}
 
 Empty lines give empty lines (the line count is always kept); over-long sentences are
 cut to the model's limit and invalid UTF-8 bytes are replaced, each with one warning.
@@ -55,31 +50,30 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from serving.limits import Limits, limits_help
+
 if TYPE_CHECKING:  # torch and the model load after the arguments are checked
-    from model.search import SearchConfig
     from model.views import SentenceView
 
 OPTION = re.compile(r"^[a-z_]+(\.[a-z_]+)?=")
 ATTENTION_SUFFIXES = (".html", ".png", ".svg", ".pdf")
 
 
+SEARCH_OPTIONS = ("beam_size", "length_penalty", "max_len_a", "max_len_b", "max_sentence_len")
+
+
 @dataclass
-class ServeOptions:
-    """serve=BOOL and serve.*; None: the server's default (``model.inference.server.Limits``)."""
+class ServeOptions(Limits):
+    """serve=BOOL (``enabled``) and the server's limits, serve.*."""
 
     enabled: bool = False
-    max_work: int | None = None
-    batch_work: int | None = None
-    queue_work: int | None = None
-    deadline: float | None = None
-    max_body: int | None = None
 
 
 @dataclass
@@ -117,7 +111,10 @@ def parse_args(argv: list[str]) -> tuple[TranslateConfig, list[str]]:
     except OmegaConfBaseException as error:
         raise SystemExit(f"translate.py: bad option: {str(error).splitlines()[0]} (see --help; a sentence "
                          f"with '=' goes after --)") from None
-    return OmegaConf.to_object(cfg), sentences
+    try:
+        return OmegaConf.to_object(cfg), sentences
+    except ValueError as error:  # the server's limits refuse what cannot work
+        raise SystemExit(f"translate.py: {error}") from None
 
 
 def warn(message: str) -> None:
@@ -167,25 +164,18 @@ def check_serving(cfg: TranslateConfig, sentences: list[str]) -> None:
                          "(the page and POST /translate take the sentences)")
     if not 0 < cfg.port < 65536:
         raise SystemExit(f"translate.py: port={cfg.port} must be between 1 and 65535")
-    small = [f"serve.{k}={v}" for k, v in asdict(cfg.serve).items() if k != "enabled" and v is not None and v <= 0]
-    if small:
-        raise SystemExit(f"translate.py: {', '.join(small)}: must be above 0")
-    if not (importlib.util.find_spec("fastapi") and importlib.util.find_spec("uvicorn")):
+    if not all(importlib.util.find_spec(package) for package in ("fastapi", "fastapi_offline", "uvicorn")):
         raise SystemExit("translate.py: serve=true needs FastAPI and uvicorn: pip install -e \".[serve]\"")
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
+        print(__doc__.format(serve_options=limits_help(20, 63)))
         return 0
     cfg, sentences = parse_args(argv)
     if not cfg.run:
         raise SystemExit("translate.py: run=PATH is required (a run folder from train.py); see --help")
-    if cfg.engine not in ("ours", "ctranslate2"):
-        raise SystemExit(f"translate.py: engine={cfg.engine}: ours or ctranslate2")
-    if cfg.engine == "ctranslate2" and importlib.util.find_spec("ctranslate2") is None:
-        raise SystemExit("translate.py: engine=ctranslate2 needs CTranslate2: pip install -e \".[export]\"")
     sizes = {"batch_size": cfg.batch_size, "chunk_size": cfg.chunk_size, "max_sentence_len": cfg.max_sentence_len}
     too_small = [f"{name}={value}" for name, value in sizes.items() if value is not None and value < 1]
     if too_small:
@@ -198,24 +188,16 @@ def main(argv: list[str] | None = None) -> int:
     from data.lines import LineReader
     from model.inference.run_folder import RunLoadError
     from model.inference.translator import Translator
-    from model.search import SearchConfig
 
-    try:
-        search_config(cfg, SearchConfig())  # values that cannot work are refused before the model loads
-        translator = Translator.load(cfg.run, cfg.device, cfg.engine)
-        search = search_config(cfg, translator.settings.search)
+    overrides = {name: getattr(cfg, name) for name in SEARCH_OPTIONS if getattr(cfg, name) is not None}
+    try:  # the run's settings (its config.yaml) with the command line's
+        translator = Translator.load(cfg.run, cfg.device, cfg.engine, overrides=overrides)
     except (ValueError, RunLoadError) as error:
         raise SystemExit(f"translate.py: {error}") from None
-    if cfg.max_sentence_len is not None:  # instead of the run's data.max_sentence_len
-        translator.settings = replace(translator.settings, max_sentence_len=cfg.max_sentence_len)
     if cfg.serve.enabled:
-        from model.inference.server import Limits, serve
+        from serving.server import serve
 
-        try:
-            limits = Limits(**{k: v for k, v in asdict(cfg.serve).items() if k != "enabled" and v is not None})
-        except ValueError as error:
-            raise SystemExit(f"translate.py: {error}") from None
-        return serve(translator, search, cfg.host, cfg.port, limits)  # until Ctrl-C (130) or SIGTERM (143)
+        return serve(translator, cfg.host, cfg.port, cfg.serve)  # until Ctrl-C (130) or SIGTERM (143)
 
     done, drawn, reader = 0, None, None  # drawn: the translation whose attention is drawn
     # An output file is written beside its target and renamed at the end: never half-written. A
@@ -232,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             out = (files.enter_context(atomic_file(target, partial=partial, keep_on=(KeyboardInterrupt,)))
                    if target else sys.stdout)
             for chunk in chunks(lines, cfg.chunk_size, reader.waiting if reader else lambda: True):
-                translations = translator.translate(chunk, search, cfg.batch_size)
+                translations = translator.translate(chunk, batch_size=cfg.batch_size)
                 if cfg.attention and drawn is None:  # the first non-empty line
                     drawn = next((t for t in translations if t.src_ids), None)
                 out.write("".join(t.text + "\n" for t in translations))
@@ -250,12 +232,6 @@ def main(argv: list[str] | None = None) -> int:
         for path in draw_attention(translator.sentence_view(drawn), cfg.attention, cfg.attention_all):
             print(f"attention map written to {path}", file=sys.stderr)
     return 0
-
-
-def search_config(cfg: TranslateConfig, run_search: SearchConfig) -> SearchConfig:
-    """The run's search (``module.search`` of its config.yaml) with what the command line sets."""
-    given = {k: getattr(cfg, k) for k in ("beam_size", "length_penalty", "max_len_a", "max_len_b")}
-    return replace(run_search, **{k: v for k, v in given.items() if v is not None})
 
 
 def draw_attention(view: SentenceView, path: str, every_layer: bool) -> list[Path]:

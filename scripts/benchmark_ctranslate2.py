@@ -34,9 +34,10 @@ def main() -> None:
     args = parser.parse_args()
     lines = args.lines.read_text(encoding="utf-8").splitlines()
     refs = [json.loads(line) for line in args.refs.read_text(encoding="utf-8").splitlines()]
-    ours = Translator.load(args.run)  # the checkpoint is read once; the engines share the loaded run
-    engines = {"ours (PyTorch fp32)": ours, "CTranslate2 float32": ours.using("ctranslate2", "float32"),
-               "CTranslate2 int8": ours.using("ctranslate2", "int8")}  # quantized as CTranslate2 loads it
+    ours = Translator.load(args.run)
+    engines = {"ours (PyTorch fp32)": ours,
+               "CTranslate2 float32": Translator.load(args.run, engine="ctranslate2", compute_type="float32"),
+               "CTranslate2 int8": Translator.load(args.run, engine="ctranslate2", compute_type="int8")}  # as loaded
     print(f"{machine_name()}, torch {torch.__version__}, {torch.get_num_threads()} threads, {date.today()}")
     print(f"{len(lines)} sentences, length-sorted batches of 64; identical = the same output ids as ours")
     print(f"{'engine':22} {'search':7} {'sentences/s':>12} {'vs ours':>8} {'BLEU':>6} {'identical':>10}")

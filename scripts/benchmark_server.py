@@ -5,7 +5,7 @@ translating the same lines file-to-file — ratios from ONE run, on 127.0.0.1 on
     python scripts/benchmark_server.py outputs/default_run /tmp/test.en          # ~2 minutes on 2 cores
 
 Each client sends one sentence per request, as a person typing does; the server gathers what
-arrives together into one batch (``model/inference/server.py``). File-to-file is ``Translator``
+arrives together into one batch (``serving/server.py``). File-to-file is ``Translator``
 in-process, as ``translate.py input=… output=…`` runs it (start-up excluded). The run's own search
 (its ``module.search``) throughout.
 """

@@ -1,4 +1,4 @@
-"""model/inference/batcher.py: requests take turns in model batches, within bounds of work, queue and time."""
+"""serving/batcher.py: requests take turns in model batches, within bounds of time, queue and deadline."""
 
 import asyncio
 import threading
@@ -6,7 +6,10 @@ import time
 
 import pytest
 
-from model.inference.batcher import Batcher, Overloaded, ServerStopping
+from model.inference.translator import Translation
+from model.search import SearchConfig
+from serving.batcher import Batcher, Overloaded, ServerStopping
+from serving.limits import Limits
 from model.inference.translator import Translation
 from model.search import SearchConfig
 
@@ -14,13 +17,20 @@ CONFIG = SearchConfig(beam_size=2)
 
 
 class Recorder:
-    """Stands in for a Translator: records the batches it is given and answers each line with itself."""
+    """Stands in for a Translator: records the batches it is given and answers each line with itself, taking
+    ``seconds_per_line``, in steps of ``step`` seconds after each of which the lines still ``wanted`` go on."""
 
-    def __init__(self) -> None:
+    def __init__(self, seconds_per_line: float = 0.0, step: float = 0.01) -> None:
         self.batches: list[list[str]] = []
+        self.seconds_per_line, self.step, self.steps, self.returned = seconds_per_line, step, 0, 0
 
-    def translate(self, lines, config, batch_size):
+    def translate(self, lines, config, batch_size, wanted=None):
         self.batches.append(list(lines))
+        end = time.monotonic() + self.seconds_per_line * len(lines)
+        while time.monotonic() < end and (wanted is None or any(wanted())):
+            time.sleep(self.step)
+            self.steps += 1
+        self.returned += 1
         return [Translation(line, line.upper(), [1], [1]) for line in lines]
 
 
@@ -37,7 +47,7 @@ def run_scenario(batcher: Batcher, scenario) -> object:
 
 def test_a_long_request_takes_turns_with_a_short_one():
     recorder = Recorder()
-    batcher = Batcher(recorder, window=0.2, batch_lines=4)
+    batcher = Batcher(recorder, Limits(window=0.2), batch_lines=4, rate=1e9)
 
     async def scenario():
         later = time.monotonic() + 60
@@ -52,9 +62,9 @@ def test_a_long_request_takes_turns_with_a_short_one():
     assert [len(batch) for batch in recorder.batches] == [4, 4, 3]
 
 
-def test_a_batch_holds_at_most_its_work_and_a_line_over_it_goes_alone():
-    recorder = Recorder()
-    batcher = Batcher(recorder, window=0.2, batch_lines=16, batch_work=100)
+def test_a_batch_holds_the_work_of_its_time_at_the_measured_rate_and_a_line_over_it_goes_alone():
+    recorder = Recorder(seconds_per_line=0.04)  # 40 work a line: 1000 work/s
+    batcher = Batcher(recorder, Limits(window=0.2, batch_time=0.1), batch_lines=16, rate=1000)  # 100 work a batch
 
     async def scenario():
         later = time.monotonic() + 60
@@ -66,8 +76,37 @@ def test_a_batch_holds_at_most_its_work_and_a_line_over_it_goes_alone():
     assert recorder.batches == [["a", "b"], ["huge"], ["c"]]  # 80 of 100; then huge, alone, its turn; the rest
 
 
+def test_before_any_batch_is_measured_a_batch_holds_one_line():
+    recorder = Recorder(seconds_per_line=0.01)
+    batcher = Batcher(recorder, Limits(window=0.2), batch_lines=16)
+
+    async def scenario():
+        later = time.monotonic() + 60
+        return await batcher.submit(["a", "b", "c"], CONFIG, [40, 40, 40], later).future
+
+    run_scenario(batcher, scenario)
+    assert recorder.batches[0] == ["a"] and batcher.rate > 0 and len(recorder.batches) < 3
+
+
+def test_a_dropped_request_leaves_the_running_batch_at_its_next_step():
+    recorder = Recorder(seconds_per_line=30.0)
+    batcher = Batcher(recorder, Limits(window=0.01), rate=1e9)
+
+    async def scenario():
+        job = batcher.submit(["long"], CONFIG, [1], time.monotonic() + 60)
+        while not recorder.batches:  # the batch runs
+            await asyncio.sleep(0.01)
+        start = time.monotonic()
+        job.future.cancel()  # its client left
+        while not recorder.returned:
+            await asyncio.sleep(0.01)
+        return time.monotonic() - start
+
+    assert run_scenario(batcher, scenario) < 5  # not the 30 s its line would have taken
+
+
 def test_work_over_the_queue_bound_is_refused_at_once_with_a_retry_time():
-    batcher = Batcher(Recorder(), queue_work=100)  # no model loop: everything waits
+    batcher = Batcher(Recorder(), Limits(max_work=10, queue_work=100))  # no model loop: everything waits
 
     async def scenario():
         later = time.monotonic() + 60
@@ -85,7 +124,7 @@ def test_work_over_the_queue_bound_is_refused_at_once_with_a_retry_time():
 
 def test_a_request_past_its_deadline_is_dropped_unread():
     recorder = Recorder()
-    batcher = Batcher(recorder, window=0.2)
+    batcher = Batcher(recorder, Limits(window=0.2))
 
     async def scenario():
         batcher.submit(["too late"], CONFIG, [1], time.monotonic() - 1)

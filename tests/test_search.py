@@ -193,3 +193,19 @@ def test_the_same_hypotheses_as_the_plain_beam_search(ending_model, varied_sourc
     best = [hypotheses[0] for hypotheses in ids]
     assert len({len(output) for output in best}) > 2 and any(EOS in output for output in best)  # ended apart
     assert search(ending_model, varied_sources, BOS, EOS, config) == best
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_rows_no_longer_wanted_end_at_the_next_step_and_the_others_are_unchanged(model, sources, beam_size):
+    config = SearchConfig(beam_size=beam_size, max_len_a=3.0)
+    whole = search(model, sources, BOS, EOS, config)
+    asked = []
+
+    def wanted() -> list[bool]:  # rows 2 and 5 are dropped after the third step
+        asked.append(True)
+        return [len(asked) <= 3 or row not in (2, 5) for row in range(len(sources))]
+
+    cut = search(model, sources, BOS, EOS, config, wanted)
+    assert [ids for row, ids in enumerate(cut) if row not in (2, 5)] == \
+        [ids for row, ids in enumerate(whole) if row not in (2, 5)]
+    assert all(len(cut[row]) <= 4 < len(whole[row]) for row in (2, 5))

@@ -1,4 +1,4 @@
-"""model/inference/server.py: the JSON API in-process (FastAPI's test client), requests batched together,
+"""serving/server.py: the JSON API in-process (FastAPI's test client), requests batched together,
 and a real server on a local port that Ctrl-C stops cleanly."""
 
 import json
@@ -15,9 +15,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from helpers import ROOT, call, explorer_data, post, serving
-from model.inference.server import MAX_LINE_CHARS, MAX_LINES, Limits, create_app
 from model.inference.translator import Translator
 from model.search import SearchConfig
+from serving.limits import Limits
+from serving.server import MAX_LINE_CHARS, MAX_LINES, create_app
 from scripts.screenshot_explorer import save_full_page
 
 SENTENCES = ["I like cats.", "Where is the station?", "Tom is very tall.", "It is late.", "The sky is blue."]
@@ -31,7 +32,7 @@ def translator(smoke_run):
 @pytest.fixture(scope="module")
 def client(translator):
     # A wide window: concurrent test requests surely meet in one batch.
-    with TestClient(create_app(translator, translator.settings.search, Limits(window=0.2))) as client:
+    with TestClient(create_app(translator, Limits(window=0.2))) as client:
         yield client
 
 
@@ -95,11 +96,11 @@ def test_a_request_that_leaves_changes_nothing_for_the_others(translator):
     import asyncio
     import threading
 
-    from model.inference.batcher import Batcher
+    from serving.batcher import Batcher
 
     config = SearchConfig(beam_size=2)
     expected = [t.text for t in translator.translate(SENTENCES, config)]
-    batcher = Batcher(translator, window=0.1)
+    batcher = Batcher(translator, Limits(window=0.1), rate=1e9)
     model = threading.Thread(target=batcher.run)
     model.start()
 
@@ -192,8 +193,10 @@ def test_the_page_in_a_real_browser(browser, smoke_run, tmp_path):
         assert set(hosts) <= {f"127.0.0.1:{port}"}  # nothing fetched from anywhere else
         save_full_page(browser, tmp_path / "server.png")
         assert (tmp_path / "server.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-        browser.get(f"http://127.0.0.1:{port}/docs")  # the API's page, offline: shown with nothing fetched
-        assert "/translate" in browser.find_element(By.TAG_NAME, "pre").text
+        browser.get(f"http://127.0.0.1:{port}/docs")  # the interactive API page, offline: nothing fetched elsewhere
+        path = WebDriverWait(browser, 60).until(expected_conditions.presence_of_element_located(
+            (By.CSS_SELECTOR, ".opblock-summary-path")))
+        assert path.text.replace("\u200b", "") == "/translate"
         assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
         hosts = browser.execute_script("return performance.getEntriesByType('resource').map(r => new URL(r.name).host)")
         assert set(hosts) <= {f"127.0.0.1:{port}"}
@@ -215,9 +218,8 @@ def test_the_limits_help_names_are_the_servers_defaults():
     help_text = subprocess.run([sys.executable, str(ROOT / "translate.py"), "--help"], cwd=ROOT, capture_output=True,
                                text=True, timeout=120).stdout
     for name, value in asdict(Limits()).items():
-        if name != "window":
-            line = next(line for line in help_text.splitlines() if line.strip().startswith(f"serve.{name}="))
-            assert line.rstrip().endswith(f"[{value:.12g}]"), line
+        line = next(line for line in help_text.splitlines() if line.strip().startswith(f"serve.{name}="))
+        assert line.rstrip().endswith(f"[{value:.12g}]"), line
     with pytest.raises(ValueError, match="serve.max_work=100 is above serve.queue_work=50"):
         Limits(max_work=100, queue_work=50)
 
@@ -227,7 +229,7 @@ LONG = {"lines": [("Tom said that Mary thought that John knew that " * 40)[:2000
 
 @pytest.fixture(scope="module")
 def batch(slow_run) -> float:
-    """Seconds of one model batch of LONG (one line: its work is above serve.batch_work) on this machine, now,
+    """Seconds of one model batch of LONG (one line: its work is more than serve.batch_time's) on this machine, now,
     under whatever else it runs: the unit of the server's promises below (the second of two runs)."""
     translator, config = Translator.load(slow_run), SearchConfig(beam_size=LONG["beam_size"])
     translator.translate(LONG["lines"][:1], config)

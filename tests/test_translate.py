@@ -54,6 +54,8 @@ def test_help_and_bad_options():
         assert option in help_text
     bad = translate("run=x", "beam_sise=3")
     assert bad.returncode != 0 and "beam_sise" in bad.stderr.decode()
+    bad = translate("run=x", "engine=marian", "Hi.")  # refused from the one table of engines, before the run
+    assert bad.returncode != 0 and bad.stderr.decode() == "translate.py: engine=marian: one of ours, ctranslate2\n"
 
 
 def test_attention_image(smoke_run, tmp_path):
@@ -117,7 +119,7 @@ def test_output_naming_the_input_is_refused_and_nothing_is_lost(tmp_path):
 def test_missing_folders_and_bad_sizes_are_one_line_before_loading(tmp_path):
     for args, message in (([f"output={tmp_path / 'no' / 'out.txt'}"], "output folder"),
                           ([f"attention={tmp_path / 'no' / 'a.html'}", "Hi."], "attention folder"),
-                          (["batch_size=0", "Hi."], "batch_size"), (["beam_size=0", "Hi."], "beam_size")):
+                          (["batch_size=0", "Hi."], "batch_size")):  # beam_size=0: with the run, below
         result = translate("run=does-not-matter", *args)
         stderr = result.stderr.decode()
         assert result.returncode != 0 and message in stderr and stderr.count("\n") == 1, stderr
@@ -185,13 +187,11 @@ def test_a_huge_line_without_newlines_is_cut_with_one_warning(smoke_run, tmp_pat
 
 
 def test_the_runs_own_search_and_length_limit_unless_the_command_line_says_otherwise(smoke_run):
-    from translate import parse_args, search_config
-
-    run_search = Translator.load(smoke_run).settings.search
-    cfg, sentences = parse_args([f"run={smoke_run}", "Hello."])
-    assert search_config(cfg, run_search) == SearchConfig(beam_size=2) and sentences == ["Hello."]  # smoke's
-    cfg, _ = parse_args([f"run={smoke_run}", "beam_size=1", "max_len_b=3"])
-    assert search_config(cfg, run_search) == SearchConfig(beam_size=1, max_len_b=3)
+    assert Translator.load(smoke_run).settings.search == SearchConfig(beam_size=2)  # smoke's module.search
+    overridden = Translator.load(smoke_run, overrides={"beam_size": 1, "max_len_b": 3, "max_sentence_len": 5}).settings
+    assert overridden.search == SearchConfig(beam_size=1, max_len_b=3) and overridden.max_sentence_len == 5
+    bad = translate(f"run={smoke_run}", "beam_size=0", "Hello.")
+    assert bad.returncode != 0 and "beam_size must be between 1" in bad.stderr.decode() and bad.stderr.count(b"\n") == 1
     # The run reads 128 source tokens (data.max_sentence_len); max_sentence_len=5 cuts there instead.
     long_line = "word " * 200
     for option, cut in (("", 128), ("max_sentence_len=5", 5)):

@@ -1,2 +1,1 @@
-"""Run loading for inference: a run folder read safely, turned into a translator, served or exported.
-No Lightning (docs/layout.md lists the modules)."""
+"""Run loading for inference: a run folder read safely, turned into a translator or exported. No Lightning."""

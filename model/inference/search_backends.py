@@ -11,6 +11,7 @@ Its output limit is per batch, so a batch is searched in parts of one limit (a Â
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
@@ -20,17 +21,26 @@ import torch
 
 from data.sampler import pad_batch
 from model.inference.onednn import fast_linear
-from model.search import SearchConfig, beam_hypotheses, produced_ids, search
+from model.search import SearchConfig, Wanted, beam_hypotheses, produced_ids, search
 from model.transformer import Seq2SeqTransformer
 
-ENGINES = ("ours", "ctranslate2")
+# The engines, each with the package it needs beyond ours (and where to get it).
+ENGINES = {"ours": None, "ctranslate2": ("ctranslate2", 'pip install -e ".[export]"')}
+
+
+def check_engine(engine: str) -> None:
+    """Refuse an engine that is not in ``ENGINES``, or whose package is missing, before anything loads."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine={engine}: one of {', '.join(ENGINES)}")
+    if ENGINES[engine] and importlib.util.find_spec(ENGINES[engine][0]) is None:
+        raise ValueError(f"engine={engine} needs {ENGINES[engine][0]}: {ENGINES[engine][1]}")
 
 
 class SearchBackend(Protocol):
     """What a ``Translator`` asks of a search."""
 
-    def search(self, sources: list[list[int]], config: SearchConfig) -> list[list[int]]:
-        """Output ids per source (ids ending in EOS, no padding)."""
+    def search(self, sources: list[list[int]], config: SearchConfig, wanted: Wanted | None = None) -> list[list[int]]:
+        """Output ids per source (ids ending in EOS, no padding); rows no longer ``wanted`` may end early."""
 
     def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
         """Every hypothesis the beam ends with for one source, best first, with its score."""
@@ -51,10 +61,10 @@ class OurSearch:
         """bf16 autocast on a GPU; oneDNN's linear layers on an x86 CPU (``onednn.py``)."""
         return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else fast_linear(device)
 
-    def search(self, sources: list[list[int]], config: SearchConfig) -> list[list[int]]:
+    def search(self, sources: list[list[int]], config: SearchConfig, wanted: Wanted | None = None) -> list[list[int]]:
         src = self._batch(sources)
         with self._speed_up(src.device):
-            return search(self.model, src, self.bos_id, self.eos_id, config)
+            return search(self.model, src, self.bos_id, self.eos_id, config, wanted)
 
     def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
         src = self._batch([source])
@@ -64,7 +74,8 @@ class OurSearch:
 
 
 class CTranslate2Search:
-    """CTranslate2's ``translate_batch`` on an exported folder (``model/inference/export.py``)."""
+    """CTranslate2's ``translate_batch`` on an exported folder (``model/inference/export.py``); it searches a
+    batch to its end (``wanted`` is not asked)."""
 
     def __init__(self, folder: Path, pieces: list[str], eos_id: int, max_len: int, device: torch.device,
                  compute_type: str = "default") -> None:
@@ -73,6 +84,17 @@ class CTranslate2Search:
         self.folder, self.pieces, self.eos_id, self.max_len = folder, pieces, eos_id, max_len
         self.ids = {piece: i for i, piece in enumerate(pieces)}
         self.engine = ctranslate2.Translator(str(folder), device=device.type, compute_type=compute_type)
+
+    @classmethod
+    def of_run(cls, model: Seq2SeqTransformer, tokenizer, files, folder: Path | None, device: torch.device,
+               compute_type: str) -> "CTranslate2Search":
+        """On ``folder``, default ``<run>/ctranslate2`` (exported first when missing or made from another checkpoint)."""
+        from model.inference.export import up_to_date_export
+
+        if folder is None:
+            folder = up_to_date_export(model, tokenizer, files.checkpoint, files.folder / "ctranslate2")
+        pieces = [tokenizer.src.id_to_token(i) for i in range(tokenizer.src_vocab_size)]
+        return cls(folder, pieces, tokenizer.eos_id, model.max_len, device, compute_type)
 
     def _limit(self, source: list[int], config: SearchConfig) -> int:
         """As ``model.search.output_limits``: a Â· source length + b, within the model's positions."""
@@ -88,7 +110,7 @@ class CTranslate2Search:
         ids = [self.ids[piece] for piece in pieces]
         return ids + [self.eos_id] if len(ids) < limit else ids  # it ended: CTranslate2 drops the EOS
 
-    def search(self, sources: list[list[int]], config: SearchConfig) -> list[list[int]]:
+    def search(self, sources: list[list[int]], config: SearchConfig, wanted: Wanted | None = None) -> list[list[int]]:
         outputs: list[list[int]] = []
         # One call per output limit; a length-sorted batch has few (the limit grows with the length).
         for limit, group in groupby(sources, key=lambda source: self._limit(source, config)):

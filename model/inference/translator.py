@@ -10,7 +10,7 @@ apply unless the caller overrides them: its search (``module.search``) and its s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -18,8 +18,8 @@ import torch
 from data.lines import clean_text
 from data.tokenizer import JOINT_FILE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
 from model.inference.run_folder import RunFiles, RunLoadError, RunSettings, model_config, open_run
-from model.inference.search_backends import ENGINES, OurSearch, SearchBackend
-from model.search import SearchConfig, sentence_attention
+from model.inference.search_backends import CTranslate2Search, OurSearch, SearchBackend, check_engine
+from model.search import SearchConfig, Wanted, sentence_attention
 from model.transformer import Seq2SeqTransformer
 from model.views import SentenceView
 
@@ -36,25 +36,23 @@ class Translation:
 
 @dataclass
 class Translator:
-    """A model, its tokenizer, the run's settings, a device, and the search that translates (ours by default)."""
+    """A model, its tokenizer, the run's settings (with the caller's), a device, and the search that translates."""
 
     model: Seq2SeqTransformer
     tokenizer: TranslationTokenizer
     device: torch.device
+    backend: SearchBackend = field(repr=False)
     settings: RunSettings = RunSettings()
-    files: RunFiles | None = None  # where the weights were read from (CTranslate2's export is made from them)
-    backend: SearchBackend | None = field(default=None, repr=False)  # None: ours
+    files: RunFiles | None = None  # where the weights were read from (an export is made from them)
     truncated: int = 0  # sources cut to the length limit so far
 
-    def __post_init__(self) -> None:
-        if self.backend is None:
-            self.backend = OurSearch(self.model, self.tokenizer.bos_id, self.tokenizer.eos_id)
-
     @classmethod
-    def load(cls, run: str | Path, device: str = "auto", engine: str = "ours",
-             compute_type: str = "default") -> "Translator":
+    def load(cls, run: str | Path, device: str = "auto", engine: str = "ours", compute_type: str = "default",
+             overrides: dict | None = None) -> "Translator":
         """A run folder (its final, else best, else last checkpoint), one of its ``.ckpt`` files, or (for
-        ``engine="ctranslate2"``) a folder exported from one. The checkpoint is read once."""
+        ``engine="ctranslate2"``) a folder exported from one; searched by ``engine`` (``ENGINES``). The
+        checkpoint is read once. ``overrides``: settings instead of the run's own (``RunSettings.overridden``)."""
+        check_engine(engine)
         run, exported = Path(run), None
         if engine == "ctranslate2":
             from model.inference.export import exported_checkpoint, is_exported_folder
@@ -62,50 +60,18 @@ class Translator:
             if is_exported_folder(run):  # the weights for the attention and the tokenizer: its checkpoint's run
                 exported, run = run, exported_checkpoint(run)
         files, state = open_run(run)
-        try:
-            tokenizer = TranslationTokenizer.load(files.folder)
-        except Exception as error:  # noqa: BLE001 — tokenizers raises plain Exceptions on a corrupt file
-            raise RunLoadError(f"{files.folder / JOINT_FILE}: unusable tokenizer "
-                               f"({str(error).splitlines()[0][:120]})") from None
-        config = model_config(state, files.checkpoint)
-        expected = state["hyper_parameters"].get("tokenizer_sha256")
-        sizes = (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size)
-        if sizes != (config.get("src_vocab_size"), config.get("tgt_vocab_size")) or (
-            expected and expected != tokenizer_fingerprint(files.folder)
-        ):
-            raise RunLoadError(
-                f"{files.folder / JOINT_FILE}: tokenizer does not match checkpoint {files.checkpoint} "
-                f"(vocabulary {sizes} vs {(config.get('src_vocab_size'), config.get('tgt_vocab_size'))})"
-            )
-        try:
-            model = Seq2SeqTransformer(**config)
-            model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()})
-        except (TypeError, ValueError, RuntimeError) as error:
-            raise RunLoadError(f"{files.checkpoint}: its weights do not fit its model_config "
-                               f"({str(error).splitlines()[0][:160]})") from None
+        settings = files.settings.overridden(overrides or {})
+        tokenizer = run_tokenizer(files, state)
+        model = run_model(files, state)
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         target = torch.device(device)
-        translator = cls(model.to(target).eval(), tokenizer, target, files.settings, files)
-        return translator.using(engine, compute_type, exported)
-
-    def using(self, engine: str, compute_type: str = "default", folder: Path | None = None) -> "Translator":
-        """The same run and settings searched by ``engine``: ``ours``, or ``ctranslate2`` on ``folder`` (default:
-        ``<run>/ctranslate2``, exported first when missing or made from another checkpoint)."""
-        if engine not in ENGINES:
-            raise ValueError(f"engine={engine}: one of {', '.join(ENGINES)}")
+        model = model.to(target).eval()
         if engine == "ours":
-            return replace(self, backend=None)
-        from model.inference.export import up_to_date_export
-        from model.inference.search_backends import CTranslate2Search
-
-        if self.files is None:
-            raise RunLoadError("engine=ctranslate2 needs a translator loaded from a run")
-        if folder is None:
-            folder = up_to_date_export(self.model, self.tokenizer, self.files.checkpoint, self.files.folder / "ctranslate2")
-        pieces = [self.tokenizer.src.id_to_token(i) for i in range(self.tokenizer.src_vocab_size)]
-        return replace(self, backend=CTranslate2Search(folder, pieces, self.tokenizer.eos_id, self.model.max_len,
-                                                       self.device, compute_type))
+            backend = OurSearch(model, tokenizer.bos_id, tokenizer.eos_id)
+        else:
+            backend = CTranslate2Search.of_run(model, tokenizer, files, exported, target, compute_type)
+        return cls(model, tokenizer, target, backend, settings, files)
 
     @property
     def max_source_tokens(self) -> int:
@@ -138,10 +104,11 @@ class Translator:
         return [" ".join(text.splitlines()) for text in self.tokenizer.decode_tgt(output_ids)]
 
     @torch.no_grad()
-    def translate(self, lines: list[str], config: SearchConfig | None = None,
-                  batch_size: int = 64) -> list[Translation]:
+    def translate(self, lines: list[str], config: SearchConfig | None = None, batch_size: int = 64,
+                  wanted: Wanted | None = None) -> list[Translation]:
         """Translate lines with ``config`` (default: the run's search): empty ones stay empty, the
-        rest go in batches of similar length (answers in input order)."""
+        rest go in batches of similar length (answers in input order). ``wanted``: which lines are still
+        wanted, asked at every step of our search (``model.search.Wanted``)."""
         config = config or self.settings.search
         results = [Translation("", "", [], []) for _ in lines]
         todo = [i for i, line in enumerate(lines) if line.strip()]
@@ -149,7 +116,8 @@ class Translator:
         order = sorted(range(len(todo)), key=lambda j: len(ids[j]))  # similar lengths batch together
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
-            outputs = self.backend.search([ids[j] for j in batch], config)
+            rows_wanted = wanted and (lambda batch=batch: [wanted()[todo[j]] for j in batch])
+            outputs = self.backend.search([ids[j] for j in batch], config, rows_wanted)
             for j, output_ids, text in zip(batch, outputs, self.text(outputs)):
                 results[todo[j]] = Translation(lines[todo[j]].strip(), text, ids[j], output_ids)
         return results
@@ -168,3 +136,31 @@ class Translator:
         tokenizer = self.tokenizer
         return SentenceView(attention, tokenizer.src_tokens(attention.src_ids), tokenizer.tgt_tokens(attention.input_ids),
                             tokenizer.tgt_tokens(attention.output_ids), translation.source, translation.text)
+
+
+def run_tokenizer(files: RunFiles, state: dict) -> TranslationTokenizer:
+    """The run's tokenizer, refused unless it is the one the checkpoint was trained with."""
+    try:
+        tokenizer = TranslationTokenizer.load(files.folder)
+    except Exception as error:  # noqa: BLE001 — tokenizers raises plain Exceptions on a corrupt file
+        raise RunLoadError(f"{files.folder / JOINT_FILE}: unusable tokenizer "
+                           f"({str(error).splitlines()[0][:120]})") from None
+    config = model_config(state, files.checkpoint)
+    expected = state["hyper_parameters"].get("tokenizer_sha256")
+    sizes, trained = (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size), (config.get("src_vocab_size"),
+                                                                              config.get("tgt_vocab_size"))
+    if sizes != trained or (expected and expected != tokenizer_fingerprint(files.folder)):
+        raise RunLoadError(f"{files.folder / JOINT_FILE}: tokenizer does not match checkpoint {files.checkpoint} "
+                           f"(vocabulary {sizes} vs {trained})")
+    return tokenizer
+
+
+def run_model(files: RunFiles, state: dict) -> Seq2SeqTransformer:
+    """The checkpoint's model, its weights loaded (on the CPU)."""
+    try:
+        model = Seq2SeqTransformer(**model_config(state, files.checkpoint))
+        model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()})
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise RunLoadError(f"{files.checkpoint}: its weights do not fit its model_config "
+                           f"({str(error).splitlines()[0][:160]})") from None
+    return model

@@ -4,11 +4,12 @@ The web layer (``server.py``) hands each request to ``Batcher.submit`` with the 
 (source tokens × beam width) and awaits it; one model thread runs ``Batcher.run``: it takes the
 next batch, translates it and answers every request whose lines are all done. Requests take turns:
 a batch holds one line of each waiting request, the one served longest ago first, then a second of
-each, … up to ``batch_lines`` lines and ``batch_work`` work, so a long request cannot make short ones
-wait behind all of it. The work
-waiting is bounded (``queue_work``: beyond it a request is refused at once, ``Overloaded``), and a
-request whose deadline passes, or whose client leaves, is dropped with the lines it still had
-waiting. A request's answer never depends on the lines it was batched with.
+each, … up to ``batch_lines`` lines and the work done in ``batch_time`` at the measured rate, so a
+long request cannot make short ones wait behind all of it, on any machine. The work waiting is
+bounded (``queue_work``: beyond it a request is refused at once, ``Overloaded``). A request whose
+deadline passes, or whose client leaves, is dropped with the lines it still had waiting, and its
+lines in the running batch leave the search at its next step. A request's answer never depends on
+the lines it was batched with.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 
 from model.inference.translator import Translation, Translator
 from model.search import SearchConfig
+from serving.limits import Limits
 
 
 class ServerStopping(RuntimeError):
@@ -81,17 +83,15 @@ class Batcher:
     sent together, clients just answered coming back)."""
 
     translator: Translator
-    window: float = 0.01
+    limits: Limits = field(default_factory=Limits)
     batch_lines: int = 16
-    batch_work: int = 2048
-    queue_work: int = 65536
     batches: int = 0  # model batches run so far
     running: bool = False  # a thread runs ``run``
     _waiting: list[tuple[Job, int]] = field(default_factory=list)  # (request, line) in arrival order
     _calls: list[Job] = field(default_factory=list)
     _current: list[Job] = field(default_factory=list)  # the requests of the batch (or call) running now
     _taken: int = 0  # batches taken so far
-    _rate: float = 2000.0  # work done per second, as measured (a first guess until then)
+    rate: float = 0.0  # work done per second, as measured (0: nothing measured yet)
     _stopping: bool = False
     _changed: threading.Condition = field(default_factory=threading.Condition)
 
@@ -106,10 +106,10 @@ class Batcher:
             if self._stopping:
                 raise ServerStopping("the server is stopping")
             waiting = sum(item.costs[i] for item, i in self._waiting if not item.dropped)
-            if waiting and waiting + sum(costs) > self.queue_work:
-                retry = max(1, math.ceil(waiting / self._rate))
+            if waiting and waiting + sum(costs) > self.limits.queue_work:
+                retry = max(1, math.ceil(waiting / self.rate)) if self.rate else 1
                 raise Overloaded(f"the server is busy: {waiting} work waits, and {sum(costs)} more would pass "
-                                 f"serve.queue_work={self.queue_work}; try again in {retry} s", retry)
+                                 f"serve.queue_work={self.limits.queue_work}; try again in {retry} s", retry)
             if call is not None:
                 self._calls.append(job)
             else:
@@ -155,7 +155,7 @@ class Batcher:
                     return self._calls.pop(0)
                 if len(self._waiting) < self.batch_lines:  # room: let the lines sent together arrive
                     self._changed.wait_for(lambda: self._stopping or len(self._waiting) >= self.batch_lines,
-                                           timeout=self.window)
+                                           timeout=self.limits.window)
                 if batch := self._next_batch():
                     return batch
 
@@ -173,14 +173,15 @@ class Batcher:
         order = sorted(turns, key=lambda job: job.served)
         config = order[0].config
         turns = {job: turns[job] for job in order if job.config == config}
-        batch, work = [], 0
+        # Work bound of a batch: what the measured rate does in batch_time (one line at a time until measured).
+        batch, work, bound = [], 0, self.rate * self.limits.batch_time
         while len(batch) < self.batch_lines:
             took = False
             for lines in turns.values():
                 if not lines or len(batch) == self.batch_lines:
                     continue
                 job, i = lines[0]
-                if batch and work + job.costs[i] > self.batch_work:
+                if batch and work + job.costs[i] > bound:
                     continue  # over the batch's work: its turn comes in the next batch
                 batch.append(lines.pop(0))
                 work, took = work + job.costs[i], True
@@ -196,15 +197,16 @@ class Batcher:
     def _run_batch(self, batch: list[tuple[Job, int]]) -> None:
         self._current = list({job for job, _ in batch})
         start = time.monotonic()
-        try:
+        try:  # a dropped request's lines leave the search at its next step
             results = self.translator.translate([job.lines[i] for job, i in batch], batch[0][0].config,
-                                                batch_size=len(batch))
+                                                batch_size=len(batch), wanted=lambda: [not job.dropped for job, _ in batch])
         except Exception as error:  # noqa: BLE001 — every request in the batch gets the error, the server goes on
             for job in self._current:
                 job.answer(error=error)
             return
-        seconds = time.monotonic() - start
-        self._rate = 0.8 * self._rate + 0.2 * sum(job.costs[i] for job, i in batch) / max(seconds, 1e-3)
+        if not any(job.dropped for job in self._current):  # a whole batch: its time measures the rate
+            rate = sum(job.costs[i] for job, i in batch) / max(time.monotonic() - start, 1e-3)
+            self.rate = 0.8 * self.rate + 0.2 * rate if self.rate else rate
         self.batches += 1
         for (job, i), result in zip(batch, results):  # each request gets exactly its own lines back, in order
             job.results[i] = result

@@ -1,0 +1,1 @@
+"""Serving a loaded run: the local server, its model loop (batcher), its limits and its guard."""

@@ -1,0 +1,247 @@
+"""A local translation server: one loaded run, a JSON API, a page, and concurrent requests batched together.
+
+    python translate.py run=outputs/my_run serve=true            # http://127.0.0.1:8000/ (API docs: /docs)
+
+``POST /translate`` with ``{"lines": [...], "beam_size": 5, "attention": false}`` answers
+``{"translations": [...], "attention": null, "n_best": null}``: one translation per line, in order,
+empty for an empty line; with ``"attention": true`` also the explorer's data for the first
+non-empty line (the same data ``translate.py attention=x.html`` embeds), with ``"n_best": true``
+every hypothesis the beam ended with for it, best first, with scores. Requests take turns in shared
+model batches (``batcher.py``), within limits (``limits.py``). No request names a file: the server
+reads only the run it was started with. ``/docs`` is the interactive API page, served offline.
+
+Every request's work is bounded: source tokens × beam width (plus its n-best and attention) up to
+``serve.max_work``, else 413; more than ``serve.queue_work`` waiting: 503 with ``Retry-After``; past
+``serve.deadline`` seconds: 504, its work dropped (at the search's next step), as when its client leaves. Bodies are bounded before
+they are read and, on a loopback address, only this machine's names are answered (``guard.py``).
+Ctrl-C or SIGTERM: new requests refused, the running batch dropped, exit 130 or 143 within seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi_offline import FastAPIOffline
+from pydantic import BaseModel, ConfigDict, Field
+
+from model.inference.translator import Translation, Translator
+from model.search import MAX_BEAM, SearchConfig
+from model.views.explorer import TEMPLATE, explorer_data, sentence_record
+from serving.batcher import Batcher, Job, Overloaded, ServerStopping
+from serving.guard import Guard, is_loopback, loopback_hosts
+from serving.limits import Limits
+
+MAX_LINES = 64  # lines in one request
+MAX_LINE_CHARS = 2000  # characters in one line: far more than a sentence, a bounded cost
+PAGE = Path(__file__).with_name("page.html")
+
+
+class TranslateRequest(BaseModel):
+    """What ``POST /translate`` takes."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    lines: list[str] = Field(max_length=MAX_LINES, description=f"at most {MAX_LINES} lines")
+    beam_size: int | None = Field(None, ge=1, le=MAX_BEAM, description="1 = greedy; default: the run's")
+    attention: bool = Field(False, description="also the explorer's data for the first non-empty line")
+    n_best: bool = Field(False, description="also every hypothesis of the beam for the first non-empty line")
+
+
+class Hypothesis(BaseModel):
+    """One hypothesis of the beam: its text and its length-normalized log-probability."""
+
+    translation: str
+    score: float
+
+
+class TranslateResponse(BaseModel):
+    """What ``POST /translate`` answers."""
+
+    translations: list[str]
+    attention: dict | None = None
+    n_best: list[Hypothesis] | None = None
+
+
+class Refused(Exception):
+    """A request answered with an error status and one line."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.headers = status, headers or {}
+
+
+def create_app(translator: Translator, limits: Limits = Limits(), hosts: set[str] | None = None) -> FastAPI:
+    """The app for one loaded run, searching with its settings (the run's, with the command line's);
+    ``hosts``: the Host headers answered (None: any, as for a test client)."""
+    app = FastAPIOffline(title="Attention, from scratch: English→Spanish", lifespan=model_thread, redoc_url=None,
+                         description="Translate with a trained run; see the attention of a translation.")
+    app.state.translator, app.state.limits = translator, limits
+    app.state.batcher = Batcher(translator, limits)
+    app.exception_handler(RequestValidationError)(one_line)
+    app.exception_handler(Refused)(refused)
+    app.post("/translate", response_model=TranslateResponse)(translate)
+    app.get("/", response_class=HTMLResponse, include_in_schema=False)(page)
+    app.add_middleware(Guard, max_body=limits.max_body, hosts=hosts)
+    return app
+
+
+@contextlib.asynccontextmanager
+async def model_thread(app: FastAPI):
+    """The model's loop on a thread of its own when nobody runs it yet (a test client); stopped at the end."""
+    batcher, worker = app.state.batcher, None
+    if not batcher.running:
+        worker = threading.Thread(target=batcher.run, name="model", daemon=True)
+        worker.start()
+    yield
+    batcher.stop()
+    if worker is not None:
+        worker.join()
+
+
+async def one_line(request: Request, error: RequestValidationError) -> JSONResponse:
+    """A request the schema refuses: 422 with the first problem, where it is."""
+    first = error.errors()[0]
+    if first.get("type") == "json_invalid":  # its location is a character position
+        where = "body"
+    else:
+        where = ".".join(str(part) for part in first.get("loc", ()) if part != "body") or "body"
+    return JSONResponse({"error": f"{where}: {first.get('msg', 'invalid')}"}, status_code=422)
+
+
+async def refused(request: Request, error: Refused) -> JSONResponse:
+    return JSONResponse({"error": str(error)}, status_code=error.status, headers=error.headers)
+
+
+async def answer(job: Job, http: Request, deadline: float):
+    """The job's result, once the model has done it; 504 past the deadline, 499 if the client left (its
+    work dropped either way: its lines leave the queue and the running search)."""
+    try:
+        while not job.future.done():
+            remaining = job.deadline - time.monotonic()
+            if remaining <= 0:
+                job.future.cancel()
+                raise Refused(504, f"not done within serve.deadline={deadline:g} s; its work was dropped")
+            await asyncio.wait({job.future}, timeout=min(remaining, 0.25))
+            if not job.future.done() and await http.is_disconnected():
+                job.future.cancel()
+                raise Refused(499, "the client left")
+        return job.future.result()
+    except ServerStopping as error:
+        raise Refused(503, str(error)) from None
+
+
+async def run_on_model(http: Request, lines: list[str], config: SearchConfig, costs: list[int], deadline: float,
+                       call=None):
+    """Lines (or one ``call``) through the model's queue, answered in turn; 503 when it is full or stopping."""
+    state = http.app.state
+    try:
+        job = state.batcher.submit(lines, config, costs, deadline, call)
+    except Overloaded as error:
+        raise Refused(503, str(error), {"Retry-After": str(error.retry_after)}) from None
+    except ServerStopping as error:
+        raise Refused(503, str(error)) from None
+    return await answer(job, http, state.limits.deadline)
+
+
+def work(request: TranslateRequest, tokens: list[int], config: SearchConfig, limits: Limits) -> list[int]:
+    """Each line's work (source tokens × beam width); 413 when the request's whole work (with the n-best
+    and attention of its first line) is over ``serve.max_work`` or a line is over ``MAX_LINE_CHARS``."""
+    too_long = [i for i, line in enumerate(request.lines) if len(line) > MAX_LINE_CHARS]
+    if too_long:
+        raise Refused(413, f"lines.{too_long[0]}: longer than {MAX_LINE_CHARS} characters")
+    costs = [n * config.beam_size for n in tokens]
+    first = next((n for n in tokens if n), 0)  # the first non-empty line's tokens (0: none)
+    total = sum(costs) + first * config.beam_size * request.n_best + first * request.attention
+    if total > limits.max_work:
+        raise Refused(413, f"this request is {total} work (source tokens × beam_size, with its n_best and "
+                           f"attention), over serve.max_work={limits.max_work}: send fewer or shorter lines, "
+                           f"or a smaller beam_size")
+    return costs
+
+
+async def translate(request: TranslateRequest, http: Request) -> TranslateResponse:
+    """Translate lines, in order; an empty line stays empty."""
+    translator, limits = http.app.state.translator, http.app.state.limits
+    search = translator.settings.search
+    config = search if request.beam_size is None else replace(search, beam_size=request.beam_size)
+    tokens = translator.source_tokens(request.lines)
+    costs = work(request, tokens, config, limits)
+    deadline = time.monotonic() + limits.deadline
+    results = await run_on_model(http, request.lines, config, costs, deadline)
+    reply = TranslateResponse(translations=[t.text for t in results])
+    first = next((i for i, line in enumerate(request.lines) if line.strip()), None)
+    if first is not None and request.attention:
+        call = lambda: attention_data(translator, results[first])  # noqa: E731
+        reply.attention = await run_on_model(http, [], config, [tokens[first]], deadline, call)
+    if first is not None and request.n_best:
+        call = lambda: translator.n_best(results[first], config)  # noqa: E731
+        hypotheses = await run_on_model(http, [], config, [costs[first]], deadline, call)
+        reply.n_best = [Hypothesis(translation=text, score=score) for text, score in hypotheses]
+    return reply
+
+
+async def page(http: Request) -> str:
+    """The page: type English, see the Spanish and the attention that produced it."""
+    defaults = {"beam_size": http.app.state.translator.settings.search.beam_size, "max_beam": MAX_BEAM}
+    return (PAGE.read_text(encoding="utf-8")
+            .replace("__DEFAULTS__", json.dumps(defaults))
+            .replace("__EXPLORER__", json.dumps(TEMPLATE.read_text(encoding="utf-8")).replace("<", "\\u003c")))
+
+
+def attention_data(translator: Translator, translation: Translation) -> dict:
+    """The explorer's data for one translation: what ``translate.py attention=x.html`` embeds."""
+    view = translator.sentence_view(translation)
+    steps = [{"label": "translation", "sentences": [sentence_record(view)]}]
+    return explorer_data(steps, f"{view.source} → {view.translation}")
+
+
+class Stopped(BaseException):
+    """SIGTERM: stop serving (raised on the main thread, in the model's loop; like KeyboardInterrupt, not an
+    ``Exception``, so that no handler of a batch's errors takes it for one)."""
+
+
+def serve(translator: Translator, host: str = "127.0.0.1", port: int = 8000, limits: Limits = Limits()) -> int:
+    """Serve until Ctrl-C or SIGTERM: the web layer on a thread, the model's loop on this (the main) thread.
+    Returns the exit code: 130 after Ctrl-C, 143 after SIGTERM."""
+    import uvicorn
+
+    app = create_app(translator, limits, loopback_hosts(port) if is_loopback(host) else None)
+    batcher: Batcher = app.state.batcher
+    batcher.running = True
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                           timeout_graceful_shutdown=1))
+    web = threading.Thread(target=server.run, name="web", daemon=True)  # no signal handlers off the main thread
+    web.start()
+    while not server.started and web.is_alive():
+        time.sleep(0.01)
+    if not server.started:
+        raise SystemExit(f"translate.py: cannot serve on {host}:{port} (in use, or not an address of this machine)")
+
+    def stop(signum, frame) -> None:
+        raise Stopped()
+
+    signal.signal(signal.SIGTERM, stop)
+    print(f"translate.py: serving on http://{host}:{port}/ (API docs: /docs); Ctrl-C stops", flush=True)
+    code = 0
+    try:
+        batcher.run()
+    except KeyboardInterrupt:
+        code = 130
+    except Stopped:
+        code = 143
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        batcher.stop()  # waiting and running requests are answered 503
+        server.should_exit = True
+        web.join(timeout=1.5)
+    print(f"translate.py: stopped serving ({ {130: 'Ctrl-C', 143: 'SIGTERM'}.get(code, 'done') })", flush=True)
+    return code
