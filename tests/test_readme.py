@@ -106,5 +106,5 @@ def test_seed_walkthrough_runs_as_the_readme_says():
 
 
 def test_readme_names_every_top_level_entry():
-    for entry in ("configs/", "model/", "data/", "train.py", "translate.py", "tests/", "scripts/", "docs/"):
+    for entry in ("configs/", "model/", "data/", "train.py", "translate.py", "tests/", "scripts/", "docs/", "serving/"):
         assert f"`{entry}`" in README, entry
