@@ -124,14 +124,8 @@ class Attention(nn.Module):
         self.WK = nn.Linear(d_model, d_head, bias=False)
         self.WV = nn.Linear(d_model, d_head, bias=False)
 
-    def forward(
-        self,
-        q: Tensor,
-        k: Tensor,
-        v: Tensor,
-        causal: bool = False,
-        key_padding_mask: Tensor | None = None,
-    ) -> tuple[Tensor, Tensor]:
+    def forward(self, q: Tensor, k: Tensor, v: Tensor, causal: bool = False,
+                key_padding_mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """q: (Lq, d) or (B, Lq, d); k, v: (Lk, d) or (B, Lk, d); key_padding_mask: (B, Lk).
 
         Returns the output (B?, Lq, d_head) and the weights (B?, Lq, Lk), as the article prints both.
@@ -174,15 +168,8 @@ class MultiHeadAttention(nn.Module):
     concatenate-only ``MultiHeadAttention``.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        num_heads: int,
-        d_head: int | None = None,
-        out_proj: bool = True,
-        dropout: float = 0.0,
-        bias: bool = False,
-    ) -> None:
+    def __init__(self, d_model: int, num_heads: int, d_head: int | None = None, out_proj: bool = True,
+                 dropout: float = 0.0, bias: bool = False) -> None:
         super().__init__()
         if d_head is None:
             if d_model % num_heads:

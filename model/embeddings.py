@@ -50,15 +50,8 @@ class LearnedPositionalEmbedding(nn.Module):
 class Embeddings(nn.Module):
     """tokens (B, L) -> dropout(token_embedding · √d_model + position) (B, L, d_model)."""
 
-    def __init__(
-        self,
-        vocab_size: int,
-        d_model: int,
-        pad_id: int = 0,
-        max_len: int = 512,
-        positional: str = "sinusoidal",
-        dropout: float = 0.1,
-    ) -> None:
+    def __init__(self, vocab_size: int, d_model: int, pad_id: int = 0, max_len: int = 512,
+                 positional: str = "sinusoidal", dropout: float = 0.1) -> None:
         super().__init__()
         self.token = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
         self.max_len = max_len

@@ -117,15 +117,9 @@ def output_limits(src: Tensor, pad_id: int, config: SearchConfig, limit: int) ->
 
 
 @torch.no_grad()
-def greedy_decode(
-    model: Seq2SeqTransformer,
-    src: Tensor,
-    bos_id: int,
-    eos_id: int,
-    config: SearchConfig = SearchConfig(),
-    use_cache: bool = True,
-    wanted: Wanted | None = None,
-) -> Tensor:
+def greedy_decode(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
+                  config: SearchConfig = SearchConfig(), use_cache: bool = True,
+                  wanted: Wanted | None = None) -> Tensor:
     """src (B, S) -> tokens (B, T) without BOS, ending at EOS, then padded with ``pad_id``.
 
     Only ``config``'s length limits apply; ``use_cache=False`` re-runs the whole prefix each step.
@@ -168,15 +162,9 @@ def beam_search(
 
 
 @torch.no_grad()
-def beam_hypotheses(
-    model: Seq2SeqTransformer,
-    src: Tensor,
-    bos_id: int,
-    eos_id: int,
-    config: SearchConfig = SearchConfig(),
-    best_only: bool = False,
-    wanted: Wanted | None = None,
-) -> tuple[Tensor, Tensor]:
+def beam_hypotheses(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
+                    config: SearchConfig = SearchConfig(), best_only: bool = False,
+                    wanted: Wanted | None = None) -> tuple[Tensor, Tensor]:
     """src (B, S) -> all ``beam_size`` hypotheses (B, k, T), best first, and their normalized scores (B, k).
 
     Finished hypotheses stay in the beam, frozen: they can only extend with padding at no

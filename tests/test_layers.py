@@ -30,12 +30,18 @@ def copy_into_reference(ours, ref):
             b.out_proj.bias.zero_()
 
 
+def layer_pair(ours_class, reference_class, norm_first: bool):
+    """Our layer and torch.nn's (16 wide, 4 heads, feed-forward 32), with the same weights."""
+    torch.manual_seed(0)
+    ours = ours_class(16, 4, 32, dropout=0.0, norm_first=norm_first).eval()
+    ref = reference_class(16, 4, 32, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
+    copy_into_reference(ours, ref)
+    return ours, ref
+
+
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_encoder_layer_matches_torch_nn(norm_first):
-    torch.manual_seed(0)
-    ours = EncoderLayer(16, 4, 32, dropout=0.0, norm_first=norm_first).eval()
-    ref = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
-    copy_into_reference(ours, ref)
+    ours, ref = layer_pair(EncoderLayer, nn.TransformerEncoderLayer, norm_first)
     x = torch.randn(2, 5, 16)
     padding = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
     out, _ = ours(x, padding)
@@ -46,10 +52,7 @@ def test_encoder_layer_matches_torch_nn(norm_first):
 
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_decoder_layer_matches_torch_nn(norm_first):
-    torch.manual_seed(0)
-    ours = DecoderLayer(16, 4, 32, dropout=0.0, norm_first=norm_first).eval()
-    ref = nn.TransformerDecoderLayer(16, 4, 32, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
-    copy_into_reference(ours, ref)
+    ours, ref = layer_pair(DecoderLayer, nn.TransformerDecoderLayer, norm_first)
     y, memory = torch.randn(2, 6, 16), torch.randn(2, 5, 16)
     memory_padding = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
     out, _, _ = ours(y, memory, memory_padding)
