@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import warnings
 from dataclasses import dataclass
@@ -31,7 +30,6 @@ from pathlib import Path
 
 import hydra
 import lightning as L
-from filelock import FileLock, Timeout
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from hydra.utils import instantiate
@@ -47,59 +45,12 @@ from model.training.interrupt import GracefulStop, TrainingInterrupted
 from model.training.machine import Machine, decide_machine, settle_settings, with_recipe
 from model.training.non_finite import NonFiniteLossError
 from model.training.precision import peak_flops
-from model.training.settings import SettingsError, check_config, check_run_folder, given_checkpoint
+from model.training.settings import (SettingsError, check_config, check_group_choices, check_run_folder, first_rank,
+                                     given_checkpoint, interrupted_run_checkpoint, lock_run_folder)
 from model.training.timing import RunClock, TimeSplit, TimeSplitReport
 from model.views.callback import wandb_loggers
 
 log = logging.getLogger("train")
-CONFIGS = Path(__file__).resolve().parent / "configs"
-
-
-def check_group_choices(argv: list[str]) -> None:
-    """Refuse an option of a config group that does not exist (``experiment=nope``), naming the choices,
-    before Hydra composes anything. A sweep's choices (``a,b``) are checked one by one."""
-    for arg in argv:
-        key, _, value = arg.partition("=")
-        group = CONFIGS / key.lstrip("+~")
-        if arg.startswith("-") or not value or value == "null" or "(" in value or not group.is_dir():
-            continue
-        choices = sorted(path.stem for path in group.glob("*.yaml"))
-        for choice in value.split(","):
-            if choice not in choices:
-                raise SettingsError(f"{key}={choice}: no such option in configs/{group.name}/ "
-                                    f"(choices: {', '.join(choices)})")
-
-
-def first_rank() -> bool:
-    """This process is rank 0 of its run (or the run has one process): the one that speaks for all."""
-    return all(os.environ.get(name, "0") == "0" for name in ("LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID"))
-
-
-def lock_run_folder(run_dir: Path) -> FileLock | None:
-    """Hold ``run_dir`` for this process for the whole run: a second ``train.py`` on the same folder is
-    refused in one line naming the other process. The lock is the operating system's (flock): a
-    killed run's lock goes with it. DDP's other ranks (same run) take none."""
-    if not first_rank():
-        return None
-    run_dir.mkdir(parents=True, exist_ok=True)
-    lock, owner = FileLock(str(run_dir / ".train.lock")), run_dir / ".train.pid"
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        holder = owner.read_text().strip() if owner.is_file() else "?"
-        raise SettingsError(f"{run_dir} is in use by another train.py (process {holder}): wait for it to end, or "
-                            f"give this run its own folder (hydra.run.dir=...)") from None
-    owner.write_text(str(os.getpid()))
-    return lock
-
-
-def interrupted_run_checkpoint(run_dir: Path) -> str | None:
-    """This run folder's last checkpoint that loads, when an earlier run in it was interrupted."""
-    point = resume_point(run_dir)
-    if point is not None:
-        log.info("resuming the interrupted run from %s (its step, optimizer and schedule; the interrupted "
-                 "epoch's data order starts over)", point)
-    return str(point) if point else None
 
 
 def train(cfg: DictConfig) -> dict[str, float]:
@@ -284,7 +235,7 @@ def main(cfg: DictConfig) -> float | dict[str, float]:
 
 if __name__ == "__main__":
     try:
-        check_group_choices(sys.argv[1:])
+        check_group_choices(sys.argv[1:], Path(__file__).resolve().parent / "configs")
     except SettingsError as error:
         sys.exit(f"train.py: {error}")
     sys.argv[1:] = with_recipe(sys.argv[1:])  # experiment=gpu where CUDA is found, unless the command says

@@ -10,8 +10,6 @@ from model.inference.translator import Translation
 from model.search import SearchConfig
 from serving.batcher import Batcher, Overloaded, ServerStopping
 from serving.limits import Limits
-from model.inference.translator import Translation
-from model.search import SearchConfig
 
 CONFIG = SearchConfig(beam_size=2)
 

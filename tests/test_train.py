@@ -26,6 +26,7 @@ from model.training.non_finite import NonFiniteLossError
 from model.training.translation_module import TranslationModule
 from train import SettingsError
 
+CONFIGS = ROOT / "configs"
 NO_VIEWS = "callbacks.attention_views.sentences=0"  # runs that test stopping and resuming draw nothing
 PRESETS = [[], ["experiment=smoke"], ["experiment=gpu"], ["experiment=cpu"], ["trainer=ddp"], ["logger=csv"],
            ["logger=tensorboard"], ["data=opus_books"]]
@@ -73,12 +74,12 @@ def test_unknown_key_fails_with_hydras_error(tmp_path):
                             text=True, timeout=120)
     assert result.returncode == 1 and result.stderr == ("train.py: experiment=nope: no such option in "
                                                         "configs/experiment/ (choices: ablation, cpu, gpu, smoke)\n")
-    from train import check_group_choices
+    from model.training.settings import check_group_choices
 
-    check_group_choices(["-m", "experiment=smoke,ablation", "+ablation=post_norm", "hydra.run.dir=x", "seed=3"])
+    check_group_choices(["-m", "experiment=smoke,ablation", "+ablation=post_norm", "hydra.run.dir=x", "seed=3"], CONFIGS)
     for args in (["-m", "experiment=smoke,nope"], ["+ablation=no_heads"], ["logger=wandb,csvv"]):
         with pytest.raises(SettingsError, match=r"no such option in configs/\w+/ \(choices: "):
-            check_group_choices(args)
+            check_group_choices(args, CONFIGS)
     with pytest.raises(ConfigCompositionException, match="experiment/nope"):  # in-process too (not optional)
         compose_train("experiment=nope")
 
@@ -180,7 +181,7 @@ def test_a_signal_saves_the_step_and_the_same_command_resumes(tmp_path, data_cac
 
 
 def test_one_run_folder_one_writer(tmp_path, data_cache):
-    from train import lock_run_folder
+    from model.training.settings import lock_run_folder
 
     run_dir = tmp_path / "shared"
     process = run_train(run_dir, data_cache, "logger=csv", "test=false", "trainer.max_steps=5000",

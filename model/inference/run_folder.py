@@ -101,12 +101,6 @@ class RunSettings:
     search: SearchConfig = SearchConfig()
     max_sentence_len: int | None = None  # None: the model's own limit
 
-    def overridden(self, overrides: dict) -> RunSettings:
-        """These settings with a caller's: ``max_sentence_len`` or any ``SearchConfig`` field (checked once, here)."""
-        overrides = dict(overrides)
-        max_sentence_len = overrides.pop("max_sentence_len", self.max_sentence_len)
-        return RunSettings(dataclasses.replace(self.search, **overrides), max_sentence_len)
-
 
 @dataclass(frozen=True)
 class RunFiles:

@@ -10,7 +10,7 @@ apply unless the caller overrides them: its search (``module.search``) and its s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -51,7 +51,7 @@ class Translator:
              overrides: dict | None = None) -> "Translator":
         """A run folder (its final, else best, else last checkpoint), one of its ``.ckpt`` files, or (for
         ``engine="ctranslate2"``) a folder exported from one; searched by ``engine`` (``ENGINES``). The
-        checkpoint is read once. ``overrides``: settings instead of the run's own (``RunSettings.overridden``)."""
+        checkpoint is read once. ``overrides``: settings instead of the run's own (``overridden``)."""
         check_engine(engine)
         run, exported = Path(run), None
         if engine == "ctranslate2":
@@ -60,7 +60,7 @@ class Translator:
             if is_exported_folder(run):  # the weights for the attention and the tokenizer: its checkpoint's run
                 exported, run = run, exported_checkpoint(run)
         files, state = open_run(run)
-        settings = files.settings.overridden(overrides or {})
+        settings = overridden(files.settings, overrides or {})
         tokenizer = run_tokenizer(files, state)
         model = run_model(files, state)
         if device == "auto":
@@ -130,12 +130,18 @@ class Translator:
         return list(zip(self.text([ids for ids, _ in hypotheses]), [score for _, score in hypotheses]))
 
     def sentence_view(self, translation: Translation) -> SentenceView:
-        """Every attention weight of one translation, for exactly the ids its search produced (by either
-        engine), with the tokens of each axis."""
-        attention = sentence_attention(self.model, translation.src_ids, translation.output_ids, self.tokenizer.bos_id)
-        tokenizer = self.tokenizer
-        return SentenceView(attention, tokenizer.src_tokens(attention.src_ids), tokenizer.tgt_tokens(attention.input_ids),
-                            tokenizer.tgt_tokens(attention.output_ids), translation.source, translation.text)
+        """Every attention weight of one translation, for exactly the ids its search produced (by either engine)."""
+        return sentence_view(self.model, self.tokenizer, translation.src_ids, translation.output_ids,
+                             translation.source, translation.text)
+
+
+def sentence_view(model: Seq2SeqTransformer, tokenizer: TranslationTokenizer, src_ids: list[int],
+                  output_ids: list[int], source: str, translation: str) -> SentenceView:
+    """The attention of one translated sentence with the tokens of each axis: what the views draw, in training
+    (``TranslationModule.sentence_views``) as in translation."""
+    attention = sentence_attention(model, src_ids, output_ids, tokenizer.bos_id)
+    return SentenceView(attention, tokenizer.src_tokens(attention.src_ids), tokenizer.tgt_tokens(attention.input_ids),
+                        tokenizer.tgt_tokens(attention.output_ids), source, translation)
 
 
 def run_tokenizer(files: RunFiles, state: dict) -> TranslationTokenizer:
@@ -164,3 +170,10 @@ def run_model(files: RunFiles, state: dict) -> Seq2SeqTransformer:
         raise RunLoadError(f"{files.checkpoint}: its weights do not fit its model_config "
                            f"({str(error).splitlines()[0][:160]})") from None
     return model
+
+
+def overridden(settings: RunSettings, overrides: dict) -> RunSettings:
+    """The run's settings with a caller's: ``max_sentence_len`` or any ``SearchConfig`` field (checked here, once)."""
+    overrides = dict(overrides)
+    max_sentence_len = overrides.pop("max_sentence_len", settings.max_sentence_len)
+    return RunSettings(replace(settings.search, **overrides), max_sentence_len)

@@ -114,3 +114,14 @@ class TrainingBudget(L.Callback):
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.seconds_before = float(state_dict.get("seconds", 0.0))
+
+
+def training_progress(trainer: L.Trainer | None, step: int) -> float | None:
+    """Share of the training budget spent at ``step``, 0 → 1, for the learning-rate schedule (``None`` without
+    a budget, or outside a Trainer). Every rank computes the same value: the replicas' rates never differ."""
+    if trainer is None:
+        return None
+    budget = next((c for c in trainer.callbacks if isinstance(c, TrainingBudget)), None)
+    if budget is None:
+        return min(step / trainer.max_steps, 1.0) if trainer.max_steps > 0 else None
+    return budget.progress(step, trainer.max_steps)

@@ -1,9 +1,11 @@
-"""Translation scores with sacreBLEU: corpus BLEU and chrF against one or several references."""
+"""Translation scores with sacreBLEU: corpus BLEU and chrF against one or several references, of every rank's
+hypotheses."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch.distributed as dist
 from sacrebleu.metrics import BLEU, CHRF
 
 
@@ -36,3 +38,12 @@ def corpus_scores(hypotheses: list[str], references: list[list[str]]) -> Scores:
     bleu_score = bleu.corpus_score(hypotheses, streams)
     chrf_score = chrf.corpus_score(hypotheses, streams)
     return Scores(bleu_score.score, chrf_score.score, str(bleu.get_signature()), str(chrf.get_signature()))
+
+
+def gathered(hypotheses: dict[int, str]) -> dict[int, str]:
+    """Every rank's hypotheses (by sentence index) under DDP; this rank's alone otherwise."""
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        parts: list[dict[int, str]] = [{} for _ in range(dist.get_world_size())]
+        dist.all_gather_object(parts, hypotheses)
+        return {k: v for part in parts for k, v in part.items()}
+    return hypotheses

@@ -47,6 +47,22 @@ class NonFiniteGuard:
         record = torch.stack([torch.full_like(self.first_bad[0], step), loss.detach().double()])
         self.first_bad = torch.where(self._loss_bad & (self.first_bad[0] < 0), record, self.first_bad)
 
+    def clip_and_skip(self, parameters, optimizer: torch.optim.Optimizer, clip_value: float | None,
+                      algorithm: str | None) -> None:
+        """Clip the gradients as configured ("norm" or "value"), then ``skip_update`` on their total norm.
+
+        bf16 autocast has no loss scaler: its gradients are the true ones and clipping them is right,
+        also with a fused AdamW, which Lightning's mixed-precision plugin refuses for the sake of fp16's
+        scaled gradients; so without a scaler the module clips here."""
+        parameters = [p for p in parameters if p.grad is not None]
+        if clip_value and algorithm in (None, "norm"):
+            norm = torch.nn.utils.clip_grad_norm_(parameters, clip_value)  # the norm before clipping
+        else:
+            norm = torch.nn.utils.get_total_norm([p.grad for p in parameters])
+            if clip_value:
+                torch.nn.utils.clip_grad_value_(parameters, clip_value)
+        self.skip_update(norm, optimizer)
+
     def skip_update(self, gradient_norm: Tensor, optimizer: torch.optim.Optimizer) -> None:
         """Before the update, with the gradients' total norm: a non-finite norm (or, on one process, loss)
         makes a fused optimizer skip this update."""

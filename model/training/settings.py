@@ -1,5 +1,6 @@
-"""A run's settings, checked before anything is built or written: what each component refuses, what spans
-two of them, and what a run folder that is continued must keep (its tokenizer, model shape and seed).
+"""A run's settings, checked before anything is built or written: the config groups' choices, what each
+component refuses, what spans two of them, and what a run folder that is continued must keep (its
+tokenizer, model shape and seed); the run folder held by one ``train.py`` at a time.
 
 Each component says what it refuses (``shape_problems``, ``data_problems``, ``schedule_problems``): one
 rule, one place; this module only gathers them into one line.
@@ -7,7 +8,11 @@ rule, one place; this module only gathers them into one line.
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -15,8 +20,12 @@ from data.datamodule import data_problems
 from data.tokenizer import tokenizer_fingerprint
 from model.inference.run_folder import RunLoadError, read_checkpoint
 from model.training.budget import max_time_seconds
+from model.training.checkpoint_io import resume_point
 from model.training.schedule import schedule_problems
 from model.transformer import shape_problems
+
+
+log = logging.getLogger("train")
 
 
 class SettingsError(ValueError):
@@ -75,3 +84,50 @@ def given_checkpoint(cfg: DictConfig) -> str | None:
     except RunLoadError as error:
         raise SettingsError(f"ckpt_path: {error}") from None
     return str(cfg.ckpt_path)
+
+
+def check_group_choices(argv: list[str], configs: Path) -> None:
+    """Refuse an option of a config group (a folder of ``configs``) that does not exist (``experiment=nope``),
+    naming the choices, before Hydra composes anything. A sweep's choices (``a,b``) are checked one by one."""
+    for arg in argv:
+        key, _, value = arg.partition("=")
+        group = configs / key.lstrip("+~")
+        if arg.startswith("-") or not value or value == "null" or "(" in value or not group.is_dir():
+            continue
+        choices = sorted(path.stem for path in group.glob("*.yaml"))
+        for choice in value.split(","):
+            if choice not in choices:
+                raise SettingsError(f"{key}={choice}: no such option in configs/{group.name}/ "
+                                    f"(choices: {', '.join(choices)})")
+
+
+def first_rank() -> bool:
+    """This process is rank 0 of its run (or the run has one process): the one that speaks for all."""
+    return all(os.environ.get(name, "0") == "0" for name in ("LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID"))
+
+
+def lock_run_folder(run_dir: Path) -> FileLock | None:
+    """Hold ``run_dir`` for this process for the whole run: a second ``train.py`` on the same folder is
+    refused in one line naming the other process. The lock is the operating system's (flock): a
+    killed run's lock goes with it. DDP's other ranks (same run) take none."""
+    if not first_rank():
+        return None
+    run_dir.mkdir(parents=True, exist_ok=True)
+    lock, owner = FileLock(str(run_dir / ".train.lock")), run_dir / ".train.pid"
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        holder = owner.read_text().strip() if owner.is_file() else "?"
+        raise SettingsError(f"{run_dir} is in use by another train.py (process {holder}): wait for it to end, or "
+                            f"give this run its own folder (hydra.run.dir=...)") from None
+    owner.write_text(str(os.getpid()))
+    return lock
+
+
+def interrupted_run_checkpoint(run_dir: Path) -> str | None:
+    """This run folder's last checkpoint that loads, when an earlier run in it was interrupted."""
+    point = resume_point(run_dir)
+    if point is not None:
+        log.info("resuming the interrupted run from %s (its step, optimizer and schedule; the interrupted "
+                 "epoch's data order starts over)", point)
+    return str(point) if point else None

@@ -21,12 +21,12 @@ from typing import Any, Callable
 
 import lightning as L
 import torch
-import torch.distributed as dist
 from torch import Tensor
 
-from model.search import SearchConfig, search, sentence_attention
-from model.training.budget import TrainingBudget
-from model.training.metrics import Scores, corpus_scores
+from model.inference.translator import sentence_view
+from model.search import SearchConfig, search
+from model.training.budget import training_progress
+from model.training.metrics import Scores, corpus_scores, gathered
 from model.training.non_finite import NonFiniteGuard
 from model.training.schedule import Schedule
 from model.training.timing import is_logging_step
@@ -157,42 +157,19 @@ class TranslationModule(L.LightningModule):
     def on_train_start(self) -> None:
         self._sums, self._summed_steps, self._window_start = None, 0, None
 
-    def training_progress(self, step: int) -> float | None:
-        """Share of the training budget spent at ``step``, 0 → 1 (``TrainingBudget.progress``); ``None``
-        without a budget. Every rank computes the same value: the replicas' learning rates never differ."""
-        trainer = self._trainer  # None outside a Trainer (where self.trainer would raise)
-        if trainer is None:
-            return None
-        budget = next((c for c in trainer.callbacks if isinstance(c, TrainingBudget)), None)
-        if budget is None:
-            return min(step / trainer.max_steps, 1.0) if trainer.max_steps > 0 else None
-        return budget.progress(step, trainer.max_steps)
-
     def configure_gradient_clipping(self, optimizer: torch.optim.Optimizer, gradient_clip_val: float | None = None,
                                     gradient_clip_algorithm: str | None = None) -> None:
-        """Clip as configured, and skip the update when the gradient norm is not finite (the guard).
-
-        bf16 autocast has no loss scaler: its gradients are the true ones and clipping them is right,
-        also with a fused AdamW, which Lightning's mixed-precision plugin refuses for the sake of fp16's
-        scaled gradients. So without a scaler we clip ourselves; with one (fp16), the scaler skips
-        non-finite steps itself."""
-        if getattr(self.trainer.precision_plugin, "scaler", None) is not None:
+        """Clip as configured; the guard skips the update when the gradient norm is not finite."""
+        if getattr(self.trainer.precision_plugin, "scaler", None) is not None:  # fp16: the scaler skips them
             self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
-            return
-        parameters = [p for p in self.parameters() if p.grad is not None]
-        if gradient_clip_val and gradient_clip_algorithm in (None, "norm"):
-            norm = torch.nn.utils.clip_grad_norm_(parameters, gradient_clip_val)  # the norm before clipping
         else:
-            norm = torch.nn.utils.get_total_norm([p.grad for p in parameters])
-            if gradient_clip_val:
-                torch.nn.utils.clip_grad_value_(parameters, gradient_clip_val)
-        self.non_finite.skip_update(norm, optimizer)
+            self.non_finite.clip_and_skip(self.parameters(), optimizer, gradient_clip_val, gradient_clip_algorithm)
 
     def configure_optimizers(self) -> dict[str, Any]:
         optimizer = self.optimizer_factory(self.model.parameters())
         # Called after every update with the next step's number; the progress is read then.
         schedule = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: self.schedule(step, self.training_progress(step)))
+            optimizer, lambda step: self.schedule(step, training_progress(self._trainer, step)))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
     # -- validation: loss + greedy BLEU on a fixed subset + attention maps; test: beam ----
@@ -228,16 +205,9 @@ class TranslationModule(L.LightningModule):
         self._log_evaluation(batch, "test")
         self._hypotheses.update(zip(batch["index"].tolist(), self._translate(batch["src"], self.search_config)))
 
-    def _gathered_hypotheses(self) -> dict[int, str]:
-        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-            parts: list[dict[int, str]] = [{} for _ in range(dist.get_world_size())]
-            dist.all_gather_object(parts, self._hypotheses)
-            return {k: v for part in parts for k, v in part.items()}
-        return self._hypotheses
-
     def _score(self, split: str) -> tuple[list[tuple[str, list[str], str]], Scores]:
         """Log corpus BLEU/chrF of this epoch's hypotheses; return (source, references, hypothesis) rows."""
-        hypotheses, (sources, references) = self._gathered_hypotheses(), self.texts[split]
+        hypotheses, (sources, references) = gathered(self._hypotheses), self.texts[split]
         rows = [(sources[i], references[i], hypotheses[i]) for i in sorted(hypotheses)]
         scores = corpus_scores([r[2] for r in rows], [r[1] for r in rows])
         stage = "val" if split == "validation" else "test"
@@ -267,7 +237,5 @@ class TranslationModule(L.LightningModule):
         for text, src_ids in self.readable_sources[:count]:
             src = torch.tensor([src_ids], device=self.device)
             output_ids = search(self.model, src, tokenizer.bos_id, tokenizer.eos_id, self.search_config.greedy)[0]
-            attention = sentence_attention(self.model, src_ids, output_ids, tokenizer.bos_id)
-            views.append(SentenceView(attention, tokenizer.src_tokens(src_ids), tokenizer.tgt_tokens(attention.input_ids),
-                                      tokenizer.tgt_tokens(output_ids), text, tokenizer.decode_tgt([output_ids])[0]))
+            views.append(sentence_view(self.model, tokenizer, src_ids, output_ids, text, tokenizer.decode_tgt([output_ids])[0]))
         return views
