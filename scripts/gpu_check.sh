@@ -6,7 +6,7 @@
 #      sync in a step), at most 3 minutes;
 #   2. `python train.py` as a user with a GPU types it (the GPU recipe, picked by itself), cut to
 #      $MINUTES minutes of training, validation (loss and greedy BLEU) every 500 steps, then the test
-#      split; the step probe (model/training/step_probe.py) measures the share of a step the GPU is
+#      split; the step probe (scripts/step_probe.py) measures the share of a step the GPU is
 #      busy and counts host syncs on non-logging steps;
 #   3. 30 seconds at twice the recipe's data.max_tokens (tokens/s, peak memory);
 #   4. the report (scripts/gpu_check_report.py): exit codes, time split, probe, validation curve,
@@ -41,7 +41,7 @@ else
 fi
 
 echo "== 2. python train.py, $minutes minutes of training -> $check_dir/train"
-probe='+callbacks.step_probe={_target_:model.training.step_probe.StepProbe,start_step:200}'
+probe='+callbacks.step_probe={_target_:scripts.step_probe.StepProbe,start_step:200}'
 timeout -k 60 "$train_timeout" python train.py trainer.max_time="00:00:$(printf %02d "$minutes"):00" logger=csv \
   trainer.val_check_interval=500 module.val_bleu_every=1 "$probe" hydra.run.dir="$check_dir/train" "$@" 2>&1 \
   | grep -v "it/s" | tail -n 25
@@ -52,7 +52,7 @@ if [ "$gpu" = True ]; then
   max_tokens=$(python train.py --cfg job "$@" 2>/dev/null | awk '/^data:/{d=1} d && /max_tokens:/{print $2; exit}')
   timeout -k 30 150 python train.py trainer.max_time=00:00:00:30 logger=csv test=false \
     data.max_tokens=$(( ${max_tokens:-16384} * 2 )) callbacks.attention_views.sentences=0 \
-    '+callbacks.step_probe={_target_:model.training.step_probe.StepProbe,start_step:50,sync_steps:0}' \
+    '+callbacks.step_probe={_target_:scripts.step_probe.StepProbe,start_step:50,sync_steps:0}' \
     hydra.run.dir="$check_dir/double_batch" "$@" 2>&1 | grep -v "it/s" | tail -n 3
   stages+=("--stage" "double_batch=${PIPESTATUS[0]}")
 else

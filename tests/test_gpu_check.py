@@ -9,7 +9,7 @@ import pytest
 
 from gpu_check_report import report, verdicts
 from helpers import ROOT
-from model.training.step_probe import busy_microseconds
+from scripts.step_probe import busy_microseconds
 
 
 def check(tmp_path, data_cache, *overrides: str, **env: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -74,7 +74,7 @@ def test_the_step_probe_says_what_a_cpu_cannot_measure(tmp_path):
 
     from helpers import small_datamodule, tiny_model
     from model.training.schedule import budget_schedule
-    from model.training.step_probe import StepProbe
+    from scripts.step_probe import StepProbe
     from model.training.translation_module import TranslationModule
 
     datamodule = small_datamodule(tmp_path)
@@ -87,3 +87,13 @@ def test_the_step_probe_says_what_a_cpu_cannot_measure(tmp_path):
     probe = json.loads((tmp_path / "step_probe.json").read_text())
     assert probe["profiled_steps"] == 4 and probe["steps_per_s"] > 0
     assert probe["gpu_busy_share"] == probe["host_syncs_off_logging_steps"] == "not measured: no CUDA device"
+
+
+def test_the_callbacks_the_check_adds_are_found_as_train_py_finds_them():
+    """train.py runs from the checkout, so Hydra imports ``scripts.step_probe`` from there."""
+    import re
+
+    from hydra.utils import get_class
+
+    targets = set(re.findall(r"_target_:([\w.]+)", (ROOT / "scripts" / "gpu_check.sh").read_text()))
+    assert targets == {"scripts.step_probe.StepProbe"} and all(get_class(target) for target in targets)
