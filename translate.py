@@ -184,9 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.serve.enabled:
         check_serving(cfg, sentences)
     logging.basicConfig(format="translate.py: warning: %(message)s", level=logging.WARNING)
-    from data.atomic_file import atomic_file  # heavy imports after the argument checks
-    from data.lines import LineReader
-    from model.inference.run_folder import RunLoadError
+    from model.inference.run_folder import RunLoadError  # heavy imports after the argument checks
     from model.inference.translator import Translator
 
     overrides = {name: getattr(cfg, name) for name in SEARCH_OPTIONS if getattr(cfg, name) is not None}
@@ -198,6 +196,14 @@ def main(argv: list[str] | None = None) -> int:
         from serving.server import serve
 
         return serve(translator, cfg.host, cfg.port, cfg.serve)  # until Ctrl-C (130) or SIGTERM (143)
+    return translate_lines(cfg, sentences, translator)
+
+
+def translate_lines(cfg: TranslateConfig, sentences: list[str], translator) -> int:
+    """The sentences, else the input's lines, translated to the output, chunk by chunk; then the warnings and
+    the attention picture. Returns the exit code."""
+    from data.atomic_file import atomic_file
+    from data.lines import LineReader
 
     done, drawn, reader = 0, None, None  # drawn: the translation whose attention is drawn
     # An output file is written beside its target and renamed at the end: never half-written. A

@@ -12,7 +12,8 @@ auto`` resolved on this machine), on a Tatoeba-like batch of ~4,096 tokens per s
   3. the headline: our default step against the torch.nn.Transformer fp32 peer of the same shape
      (``scripts/torch_peer.py``), and what each setting buys, timed interleaved;
   4. (``--pipeline``) tokens/s of ``python train.py`` itself, real batches, against that peer;
-  5. greedy decoding: with the KV cache, without, and torch.nn's usual uncached loop;
+  5. greedy decoding: with the KV cache, without, and torch.nn's usual uncached loop
+     (``scripts/benchmark_decoding.py``, which also runs alone);
   6. (``--against OVERRIDES``) decoding speed of the default's shape against another recipe's (e.g. a
      search's winner): greedy and beam 5 sentences/s, the two models timed in turns.
 Each ratio's sides are timed in turns (A, B, A, B, ...) and the median taken: these machines are noisy.
@@ -34,19 +35,16 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from hydra import compose, initialize_config_dir
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
-from model.search import SearchConfig, greedy_decode, search
+from benchmark_decoding import (PAD, ROOT, SHAPE_KEYS, decoding_against, decoding_section, default_config,
+                                interleaved_times, tatoeba_like_batch)
 from model.training.precision import choose_precision, machine_name, matmul_gflops
 from model.training.translation_module import label_smoothed_loss
 from model.transformer import Seq2SeqTransformer
 from torch_peer import TorchTransformer  # scripts/torch_peer.py, beside this file
 
-PAD, BOS, EOS = 0, 1, 2
-ROOT = Path(__file__).resolve().parent.parent
-SHAPE_KEYS = ("d_model", "num_heads", "num_encoder_layers", "num_decoder_layers", "d_ff")
 # Kinds of op, by the name of the aten op that owns the time (self time: children excluded).
 OP_KINDS = [
     ("matrix math (mm, bmm, addmm)", ("aten::mm", "aten::bmm", "aten::addmm", "aten::_weight_int")),
@@ -57,56 +55,6 @@ OP_KINDS = [
     ("layer norm", ("layer_norm",)),
     ("optimizer (AdamW)", ("adamw", "_foreach", "lerp", "addcdiv", "addcmul")),
 ]
-
-
-def default_config(overrides: list[str] | None = None):
-    """configs/train.yaml as `python train.py [OVERRIDES]` composes it."""
-    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
-        return compose("train", overrides=overrides or [])
-
-
-def decoding_against(cfg, overrides: list[str], n_sentences: int, repeats: int) -> None:
-    """6. Sentences/s of greedy and beam-5 search, the default's shape and vocabulary against those
-    ``overrides`` give (random weights: no EOS, every sentence runs 25 steps), timed in turns."""
-    other = default_config(overrides)
-    models = {}
-    for name, c in (("default", cfg), ("against", other)):
-        shape = {k: c.model[k] for k in SHAPE_KEYS}
-        model = Seq2SeqTransformer(c.data.vocab_size, c.data.vocab_size, **shape, share_embeddings=True).eval()
-        batches = [tatoeba_like_batch(100, c.data.vocab_size, seed=s)[0] for s in range(max(n_sentences // 100, 1))]
-        models[name] = (model, batches, shape | {"vocab": c.data.vocab_size})
-    runs = {}
-    for beam in (1, 5):
-        config = SearchConfig(beam_size=beam, max_len_a=0.0, max_len_b=25)
-        for name, (model, batches, _) in models.items():
-            runs[f"{name}, beam {beam}"] = (lambda m=model, bs=batches, c=config: [search(m, b, BOS, -1, c) for b in bs])
-    times = interleaved_times(runs, repeats, warmup=1)  # the first round pays one-time costs: not timed
-    n = len(models["default"][1]) * 100
-    print(f"\n6. decoding, default against {' '.join(overrides)} ({n} sentences, batches of 100, 25 steps, fp32)")
-    for name, (_, _, shape) in models.items():
-        print(f"   {name}: {shape}")
-    for beam in (1, 5):
-        mine, theirs = times[f"default, beam {beam}"], times[f"against, beam {beam}"]
-        print(f"   beam {beam}: default {n / mine:6.0f} sentences/s, against {n / theirs:6.0f} sentences/s  "
-              f"ratio against / default = {mine / theirs:.2f}x")
-
-
-def tatoeba_like_batch(n_sentences: int, vocab: int, seed: int = 0, spread: float = 4.0):
-    """Source/target ids with Tatoeba-like BPE lengths (around 10-12 tokens), right-padded.
-
-    ``spread``: standard deviation of the lengths; a small one mimics one length bucket.
-    """
-    g = torch.Generator().manual_seed(seed)
-    lengths = (torch.randn(n_sentences, generator=g) * spread + 11).round().clamp(3, 30).long()
-    src = torch.full((n_sentences, int(lengths.max())), PAD)
-    tgt = torch.full((n_sentences, int(lengths.max()) + 2), PAD)
-    for i, n in enumerate(lengths.tolist()):
-        src[i, :n] = torch.randint(4, vocab, (n,), generator=g)
-        src[i, n - 1] = EOS
-        m = n + 1
-        tgt[i, :m] = torch.randint(4, vocab, (m,), generator=g)
-        tgt[i, 0], tgt[i, m - 1] = BOS, EOS
-    return src, tgt
 
 
 def training_step(model, optimizer, src, tgt, bf16: bool) -> None:
@@ -124,20 +72,6 @@ def training_step(model, optimizer, src, tgt, bf16: bool) -> None:
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # trainer.gradient_clip_val
     optimizer.step()
-
-
-def interleaved_times(runs: dict, repeats: int, warmup: int = 1) -> dict[str, float]:
-    """Median seconds per call of each runner, timed in turns so that noise hits all of them."""
-    for run in runs.values():
-        for _ in range(warmup):
-            run()
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(repeats):
-        for name, run in runs.items():
-            start = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def profile_by_kind(step, steps: int = 3) -> tuple[list[tuple[str, float]], float]:
@@ -170,7 +104,7 @@ def pipeline_tokens_per_s(steps: int) -> tuple[float, int]:
     return statistics.median(rates), len(rates)
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and sentences")
     parser.add_argument("--pipeline", action="store_true", help="also time `python train.py` itself")
@@ -181,6 +115,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.decode_only and not args.against:
         parser.error("--decode-only times section 6, which needs --against KEY=VALUE ...")
+    return args
+
+
+def main() -> None:
+    args = arguments()
     repeats = 2 if args.quick else 7
     warnings.filterwarnings("ignore", category=UserWarning)  # torch.nn's mask / nested-tensor notices
     torch.manual_seed(0)
@@ -216,9 +155,20 @@ def main() -> None:
         "ours, default, 4k batch": (lambda b: training_step(default_model, default_opt, *b, bf16), big),
         "previous default (dropout 0.1), 4k": (lambda b: training_step(plain_model, plain_opt, *b, False), big),
     }
-    default_step, default_batch = runners["ours, default, default batch"]
+    matmul_share = profile_section(runners, tokens)
+    step_flops, peaks = flops_section(default_model, default_opt, small, shape, vocab)
+    peer_rate = steps_section(runners, tokens, repeats, step_flops, peaks, matmul_share)
+    if args.pipeline:
+        pipeline_section(args.pipeline_steps, runners, tokens, peer_rate)
+    n_sentences = 200 if args.quick else args.sentences
+    decoding_section(default_model.eval(), peer.eval(), vocab, n_sentences, 1 if args.quick else 2)
+    if args.against:
+        decoding_against(cfg, args.against, n_sentences, 1 if args.quick else 2)
 
-    # 1. profile --------------------------------------------------------------------------
+
+def profile_section(runners: dict, tokens: dict) -> float:
+    """1. Where the default step's time goes, by kind of operator; returns the matmuls' share."""
+    default_step, default_batch = runners["ours, default, default batch"]
     for _ in range(3):
         default_step(default_batch)
     kinds, seconds = profile_by_kind(lambda: default_step(default_batch), steps=10)
@@ -227,13 +177,15 @@ def main() -> None:
           f"batch {tuple(src.shape)} src / {tuple(tgt.shape)} tgt, {tokens[id(default_batch)]} real tokens")
     for kind, share in kinds:
         print(f"   {kind:30s} {share:6.1%}")
-    matmul_share = dict(kinds).get(OP_KINDS[0][0], 0.0)
+    return dict(kinds).get(OP_KINDS[0][0], 0.0)
 
-    # 2. achieved GFLOP/s against matmul peaks at the model's shapes ---------------------------
+
+def flops_section(model, optimizer, batch, shape: dict, vocab: int) -> tuple[float, dict[str, float]]:
+    """2. The default step's FLOPs, and matmul GFLOP/s at the model's shapes: (FLOPs, peak per precision)."""
     with FlopCounterMode(display=False) as counter:
-        training_step(default_model, default_opt, *default_batch, False)
+        training_step(model, optimizer, *batch, False)
     step_flops = counter.get_total_flops()
-    d, rows = shape["d_model"], src.numel()
+    d, rows = shape["d_model"], batch[0].numel()
     shapes = {"d→3d (QKV)": (d, 3 * d), "d→d_ff": (d, shape["d_ff"]), "d_ff→d": (shape["d_ff"], d),
               "d→vocab": (d, vocab)}
     print(f"\n2. {step_flops / 1e9:.1f} GFLOP per default training step (matmuls, forward + backward); "
@@ -243,13 +195,17 @@ def main() -> None:
         rates = {s: matmul_gflops(dtype, rows, i, o) for s, (i, o) in shapes.items()}
         peaks[name] = max(rates.values())
         print(f"   {name}: " + ", ".join(f"{s} {r:.0f}" for s, r in rates.items()))
+    return step_flops, peaks
 
-    # 3. headline: default step vs the torch.nn fp32 peer, interleaved ------------------------
+
+def steps_section(runners: dict, tokens: dict, repeats: int, step_flops: float, peaks: dict, matmul_share: float) -> float:
+    """3. Every step of ``runners`` timed in turns, against the torch.nn fp32 peer; returns the peer's tokens/s."""
     t = interleaved_times({name: (lambda f=f, b=b: f(b)) for name, (f, b) in runners.items()}, repeats, warmup=1)
     rate = {name: tokens[id(runners[name][1])] / seconds for name, seconds in t.items()}
     achieved = step_flops / t["ours, default, default batch"] / 1e9
     print(f"   the default step (timed in 3.) achieves {achieved:.0f} GFLOP/s = {achieved / peaks['fp32']:.0%} of "
           f"the fp32 peak, {achieved / peaks['bf16']:.0%} of the bf16 peak")
+    big, default_batch = runners["ours, default, 4k batch"][1], runners["ours, default, default batch"][1]
     print(f"\n3. training steps (4k batch: {tokens[id(big)]} real tokens; default batch: "
           f"{tokens[id(default_batch)]}), median of {repeats} interleaved")
     peer_rate = rate["torch.nn fp32 (peer), 4k batch"]
@@ -260,41 +216,17 @@ def main() -> None:
     ceiling = (tokens[id(big)] / t["ours, default, 4k batch"]) / peer_rate / matmul_share
     print(f"   headline: ours (default) / torch.nn fp32 = {headline:.2f}x tokens/s   (same-shape ceiling if all but "
           f"the matmuls were free: {ceiling:.2f}x)")
+    return peer_rate
 
-    # 4. the real pipeline -------------------------------------------------------------------------
-    if args.pipeline:
-        pipeline_rate, n = pipeline_tokens_per_s(args.pipeline_steps)
-        peer_step, peer_batch = runners["torch.nn fp32 (peer), 4k batch"]
-        after = tokens[id(big)] / interleaved_times({"peer": lambda: peer_step(peer_batch)}, 3, warmup=0)["peer"]
-        both = statistics.mean([peer_rate, after])
-        print(f"\n4. python train.py (defaults, real batches): median {pipeline_rate:.0f} tokens/s over {n} logged "
-              f"steps; torch.nn fp32 peer {both:.0f} tokens/s (mean of before and after) = {pipeline_rate / both:.2f}x")
 
-    # 5. decoding ------------------------------------------------------------------------------
-    default_model.eval()
-    peer.eval()
-    n_sentences = 200 if args.quick else args.sentences
-    batches = [tatoeba_like_batch(100, vocab, seed=s)[0] for s in range(n_sentences // 100)]
-    max_steps = 25  # no EOS id (-1): every sentence runs the full length, in both implementations
-
-    def decode_ours(use_cache: bool):
-        for batch in batches:
-            greedy_decode(default_model, batch, BOS, -1, SearchConfig(max_len_a=0.0, max_len_b=max_steps), use_cache)
-
-    def decode_peer():
-        for batch in batches:
-            peer.greedy(batch, max_steps)
-
-    dec = interleaved_times({"cached": lambda: decode_ours(True), "uncached": lambda: decode_ours(False),
-                             "torch.nn uncached": decode_peer}, 1 if args.quick else 2, warmup=0)
-    n = len(batches) * 100
-    print(f"\n5. greedy decoding of {n} sentences, batches of 100, {max_steps} steps each (fp32)")
-    for name, s in dec.items():
-        print(f"   {name:18s} {s:6.1f} s  {n / s:7.0f} sentences/s")
-    print(f"   ratio cached / uncached (ours)  = {dec['uncached'] / dec['cached']:.2f}x")
-    print(f"   ratio cached / torch.nn greedy  = {dec['torch.nn uncached'] / dec['cached']:.2f}x")
-    if args.against:
-        decoding_against(cfg, args.against, n_sentences, 1 if args.quick else 2)
+def pipeline_section(steps: int, runners: dict, tokens: dict, peer_rate: float) -> None:
+    """4. ``python train.py`` itself (real batches), against the peer timed before and after it."""
+    pipeline_rate, n = pipeline_tokens_per_s(steps)
+    peer_step, peer_batch = runners["torch.nn fp32 (peer), 4k batch"]
+    after = tokens[id(peer_batch)] / interleaved_times({"peer": lambda: peer_step(peer_batch)}, 3, warmup=0)["peer"]
+    both = statistics.mean([peer_rate, after])
+    print(f"\n4. python train.py (defaults, real batches): median {pipeline_rate:.0f} tokens/s over {n} logged "
+          f"steps; torch.nn fp32 peer {both:.0f} tokens/s (mean of before and after) = {pipeline_rate / both:.2f}x")
 
 
 if __name__ == "__main__":
