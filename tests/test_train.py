@@ -64,16 +64,17 @@ def test_every_preset_instantiates(overrides, tmp_path):
 def test_unknown_key_fails_with_hydras_error(tmp_path):
     with pytest.raises(ConfigCompositionException, match="optim.lerning_rate"):  # Hydra's own error, as on
         compose_train("optim.lerning_rate=0.1")  # the command line
-    # A value that cannot work: one line from train.py, no traceback (Hydra's log goes to the run folder).
-    result = subprocess.run([os.sys.executable, "train.py", "model.num_heads=3", f"hydra.run.dir={tmp_path / 'run'}"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 1 and "Traceback" not in result.stderr
-    assert result.stderr.strip().splitlines()[-1].startswith("train.py: bad settings: model.d_model=256 is not")
-    # A typo in a config group's option: one line naming the choices, before anything starts.
-    result = subprocess.run([os.sys.executable, "train.py", "experiment=nope"], cwd=ROOT, capture_output=True,
-                            text=True, timeout=120)
-    assert result.returncode == 1 and result.stderr == ("train.py: experiment=nope: no such option in "
-                                                        "configs/experiment/ (choices: ablation, cpu, gpu, smoke)\n")
+    # A value that cannot work: one line from train.py, no traceback (Hydra's log goes to the run folder); a
+    # typo in a config group's option: one line naming the choices, before anything starts. Both at once.
+    bad_value, typo = (subprocess.Popen([os.sys.executable, "train.py", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.PIPE, text=True)
+                       for args in (["model.num_heads=3", f"hydra.run.dir={tmp_path / 'run'}"], ["experiment=nope"]))
+    stderr = bad_value.communicate(timeout=120)[1]
+    assert bad_value.returncode == 1 and "Traceback" not in stderr
+    assert stderr.strip().splitlines()[-1].startswith("train.py: bad settings: model.d_model=256 is not")
+    stderr = typo.communicate(timeout=120)[1]
+    assert typo.returncode == 1 and stderr == ("train.py: experiment=nope: no such option in "
+                                               "configs/experiment/ (choices: ablation, cpu, gpu, smoke)\n")
     from model.training.settings import check_group_choices
 
     check_group_choices(["-m", "experiment=smoke,ablation", "+ablation=post_norm", "hydra.run.dir=x", "seed=3"], CONFIGS)
