@@ -2,6 +2,7 @@
 and statistics, written by the callback from what the LightningModule hands it, drawn in a background
 process while training goes on."""
 
+import time
 from pathlib import Path
 
 import lightning as L
@@ -107,7 +108,7 @@ def test_training_goes_on_while_the_pictures_are_drawn(tmp_path):
 
         def on_train_batch_end(self, trainer, *args) -> None:
             if trainer.global_step == 5:
-                self.pending_at_step_5 = [step for _, step in views._pending]
+                self.pending_at_step_5 = [step for _, step, _ in views._pending]
                 Path(marker).touch()
 
     release = Release()
@@ -121,6 +122,30 @@ def test_training_goes_on_while_the_pictures_are_drawn(tmp_path):
     assert sorted(p.name for p in root.glob("step_*")) == ["step_000003", "step_000006"]
     assert [s["label"] for s in explorer_data(root / "explorer.html")["steps"]] == ["step 3", "step 6"]
     assert views._pool is None and not views._pending
+
+
+def render_stuck_in_the_background(*arguments) -> dict:
+    """``render_step``, except in a background process, where it never ends: a niced process on a machine
+    that others keep busy."""
+    import multiprocessing
+    import time
+
+    from model.views.callback import render_step
+
+    if multiprocessing.parent_process() is not None:
+        time.sleep(3600)
+    return render_step(*arguments)
+
+
+def test_at_the_end_what_the_background_has_not_drawn_is_drawn_at_once(trained, tmp_path):
+    trainer, module = trained
+    callback = AttentionViews()
+    callback.render = render_stuck_in_the_background
+    callback.draw([host_copy(view) for view in module.eval().sentence_views(1)], tmp_path, 4, background=True)
+    start = time.monotonic()
+    callback.wait()
+    assert time.monotonic() - start < 600 and callback._pool is None and not callback._pending  # not an hour
+    assert [s["label"] for s in explorer_data(tmp_path / "explorer.html")["steps"]] == ["step 4"]
 
 
 def test_drawing_in_the_background_writes_what_drawing_at_once_does(trained, tmp_path):

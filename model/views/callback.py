@@ -85,7 +85,7 @@ class AttentionViews(L.Callback):
         self.render = render_step  # module-level (picklable): what the background process runs
         self.clock = clock
         self._pool: ProcessPoolExecutor | None = None
-        self._pending: list[tuple[Future, int]] = []  # (drawing, step), oldest first
+        self._pending: list[tuple[Future, int, tuple]] = []  # (drawing, step, its arguments), oldest first
 
     def _timed(self):
         return self.clock.phase("views") if self.clock is not None else nullcontext()
@@ -109,15 +109,14 @@ class AttentionViews(L.Callback):
                                                  initializer=os.nice, initargs=(19,))
             drawing = self._pool.submit(self.render, *arguments)
         else:
-            drawing = Future()
-            drawing.set_result(self.render(*arguments))
-        self._pending.append((drawing, step))
+            drawing = self.draw_now(arguments)
+        self._pending.append((drawing, step, arguments))
         return drawing
 
     def _publish(self, loggers: list, wait: bool = False) -> None:
         """Hand finished drawings to the loggers, in step order (all of them, waiting, with ``wait``)."""
         while self._pending and (wait or self._pending[0][0].done()):
-            drawing, step = self._pending.pop(0)
+            drawing, step, _ = self._pending.pop(0)
             drawn = drawing.result()  # a drawing that failed raises here, in the training process
             for key, path in drawn["images"]:
                 log_image(loggers, key, Path(path), step)
@@ -129,13 +128,33 @@ class AttentionViews(L.Callback):
                 self._publish(trainer.loggers)
 
     def wait(self, loggers: list | None = None) -> None:
-        """Wait for every drawing, hand it to ``loggers``, and end the background process."""
+        """Every drawing done and handed to ``loggers``; the background process ended. What it has not
+        finished is drawn here, at the run's own priority: training no longer needs the cores, and on a
+        machine kept busy by others a niced process would barely run."""
         try:
+            unfinished = [i for i, (drawing, _, _) in enumerate(self._pending) if not drawing.done()]
+            if unfinished:
+                self._stop_pool()
+            for i in unfinished:
+                drawing, step, arguments = self._pending[i]
+                self._pending[i] = (self.draw_now(arguments), step, arguments)
             self._publish(loggers or [], wait=True)
         finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True, cancel_futures=True)
-                self._pool = None
+            self._stop_pool()
+
+    def draw_now(self, arguments: tuple) -> Future:
+        """``render`` in this process: a settled future."""
+        drawing = Future()
+        drawing.set_result(self.render(*arguments))
+        return drawing
+
+    def _stop_pool(self) -> None:
+        """End the background process now, a drawing it is running included."""
+        if self._pool is not None:
+            for process in (getattr(self._pool, "_processes", None) or {}).values():  # no public way before 3.14
+                process.terminate()
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         with self._timed():
