@@ -26,7 +26,7 @@ from data.atomic_file import os_cause
 from data.corpus import DEFAULT_CACHE, ParseReport, clean_pairs, load_pairs, locate_corpus
 from data.device_batches import DeviceBatches
 from data.sampler import Collator, TokenBucketBatchSampler
-from data.splits import split_pairs
+from data.splits import column, split_pairs, with_swapped_names
 from data.tokenizer import MIN_VOCAB_SIZE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
 
 log = logging.getLogger(__name__)
@@ -35,11 +35,6 @@ CACHE_VERSION = 1  # bump when the cached format changes
 
 class DataCacheError(OSError):
     """The data cache could not be written (a full disk, a read-only folder): nothing half-built is kept."""
-
-
-def column(split, name: str) -> list:
-    """A column of a ``datasets.Dataset`` as a Python list, in one Arrow conversion."""
-    return split.with_format("arrow")[name].to_pylist()
 
 
 def data_problems(settings: Mapping, prefix: str = "") -> list[str]:
@@ -61,6 +56,9 @@ def data_problems(settings: Mapping, prefix: str = "") -> list[str]:
         share = settings.get(key, 0.02)
         if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share < 0.5:
             problems.append(f"{prefix}{key}={share!r} must be a share between 0 and 0.5")
+    name_swap = settings.get("name_swap", 0.0)
+    if isinstance(name_swap, bool) or not isinstance(name_swap, (int, float)) or not 0 <= name_swap <= 1:
+        problems.append(f"{prefix}name_swap={name_swap!r} must be a share between 0 and 1")
     if not problems and settings.get("max_tokens", 4096) <= settings.get("max_sentence_len", 128):
         problems.append(f"{prefix}max_tokens={settings.get('max_tokens', 4096)} cannot hold one pair of "
                         f"{prefix}max_sentence_len={settings.get('max_sentence_len', 128)} tokens")
@@ -88,6 +86,8 @@ class TranslationDataModule(L.LightningDataModule):
         seed: int = 1234,
         vocab_size: int = 8000,
         joint_vocab: bool = True,
+        split_digits: bool = True,
+        name_swap: float = 0.0,
         max_tokens: int = 4096,
         max_sentence_len: int = 128,
         limit_pairs: int | None = None,
@@ -119,7 +119,8 @@ class TranslationDataModule(L.LightningDataModule):
         settings = {
             "source": self._source_description(),
             "split": [hp.val_fraction, hp.test_fraction, hp.seed, hp.limit_pairs],
-            "bpe": [hp.vocab_size, hp.joint_vocab],
+            "bpe": [hp.vocab_size, hp.joint_vocab, hp.split_digits],
+            "name_swap": hp.name_swap,
             "version": CACHE_VERSION,
         }
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
@@ -174,9 +175,10 @@ class TranslationDataModule(L.LightningDataModule):
             pairs, report = pairs_and_report
             partial = folder / "splits.partial"
             shutil.rmtree(partial, ignore_errors=True)
-            split_pairs(pairs, self.hparams.val_fraction, self.hparams.test_fraction, self.hparams.seed).save_to_disk(
-                str(partial)
-            )
+            splits = split_pairs(pairs, self.hparams.val_fraction, self.hparams.test_fraction, self.hparams.seed)
+            if self.hparams.name_swap:  # the training pairs only: validation and test keep their own names
+                splits["train"] = with_swapped_names(splits["train"], self.hparams.name_swap, self.hparams.seed)
+            splits.save_to_disk(str(partial))
             (folder / "report.json").write_text(json.dumps(report.__dict__ | {"skipped": report.skipped}))
             partial.rename(folder / "splits")
         splits = load_from_disk(str(folder / "splits"))
@@ -185,7 +187,7 @@ class TranslationDataModule(L.LightningDataModule):
             shutil.rmtree(tokenizer_dir, ignore_errors=True)
             train = splits["train"]  # BPE never sees validation or test text
             tokenizer = TranslationTokenizer.train(zip(train["src"], train["tgt"]), self.hparams.vocab_size,
-                                                   self.hparams.joint_vocab)
+                                                   self.hparams.joint_vocab, self.hparams.split_digits)
             shutil.rmtree(folder / "tokenizer.partial", ignore_errors=True)
             tokenizer.save(folder / "tokenizer.partial")
             (folder / "tokenizer.partial").rename(tokenizer_dir)

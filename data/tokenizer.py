@@ -72,11 +72,16 @@ def tokenizer_fingerprint(folder: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2) -> Tokenizer:
-    """Train a byte-level BPE tokenizer whose first ids are the special tokens."""
+def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2,
+              split_digits: bool = True) -> Tokenizer:
+    """Train a byte-level BPE tokenizer whose first ids are the special tokens. ``split_digits``: every digit
+    a token of its own, so that "530" and "531" share two tokens and copying a number is copying digits
+    (BPE would merge digit strings into arbitrary pieces)."""
     tokenizer = Tokenizer(models.BPE(unk_token=UNK))
     tokenizer.normalizer = normalizers.NFC()
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.pre_tokenizer = (pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
+                               if split_digits else byte_level)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -101,11 +106,13 @@ class TranslationTokenizer:
         self.pad_id, self.bos_id, self.eos_id, self.unk_id = ids
 
     @classmethod
-    def train(cls, pairs: Iterable[tuple[str, str]], vocab_size: int = 8000, joint: bool = True) -> "TranslationTokenizer":
+    def train(cls, pairs: Iterable[tuple[str, str]], vocab_size: int = 8000, joint: bool = True,
+              split_digits: bool = True) -> "TranslationTokenizer":
         pairs = list(pairs)
         if joint:
-            return cls(train_bpe([text for pair in pairs for text in pair], vocab_size))
-        return cls(train_bpe([s for s, _ in pairs], vocab_size), train_bpe([t for _, t in pairs], vocab_size))
+            return cls(train_bpe([text for pair in pairs for text in pair], vocab_size, split_digits=split_digits))
+        return cls(train_bpe([s for s, _ in pairs], vocab_size, split_digits=split_digits),
+                   train_bpe([t for _, t in pairs], vocab_size, split_digits=split_digits))
 
     @property
     def src_vocab_size(self) -> int:

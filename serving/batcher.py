@@ -78,7 +78,7 @@ class Batcher:
     """Requests' lines into model batches, taking turns, on one model thread (see the module docstring).
 
     ``run`` is the model's loop: ``serve`` runs it on the main thread (where PyTorch's CPU thread pool
-    runs at full speed; from another thread it ran a third slower), a test client on a thread of its
+    runs at full speed; from another thread it ran slower), a test client on a thread of its
     own. When fewer lines wait than fill a batch, it waits up to ``window`` seconds for more (requests
     sent together, clients just answered coming back)."""
 

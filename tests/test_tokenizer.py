@@ -64,3 +64,19 @@ def test_save_and_load(tmp_path, joint):
     assert loaded.encode_src(["hello night"]) == tokenizer.encode_src(["hello night"])
     with pytest.raises(FileNotFoundError, match="no tokenizer"):
         TranslationTokenizer.load(tmp_path / "empty")
+
+
+def test_digits_are_tokens_of_their_own_and_a_tokenizer_trained_before_keeps_its_merges(tmp_path):
+    pairs = [("I have 530 cats and 531 dogs.", "Tengo 530 gatos y 531 perros."), ("In 1987.", "En 1987.")] * 40
+    digits = TranslationTokenizer.train(pairs, vocab_size=300)
+    merged = TranslationTokenizer.train(pairs, vocab_size=300, split_digits=False)  # as runs were trained before
+    tokens = digits.src_tokens(digits.encode_src(["I have 530 cats."])[0])
+    assert tokens[2:6] == ["▁", "5", "3", "0"]
+    assert any(len(token.strip("▁")) > 1 and token.strip("▁").isdigit()
+               for token in merged.src_tokens(merged.encode_src(["I have 530 cats."])[0]))
+    for tokenizer in (digits, merged):  # each decodes its own ids back to the text
+        assert tokenizer.decode_tgt(tokenizer.encode_tgt(["Tengo 1,250 gatos a las 10:45."])) == \
+            ["Tengo 1,250 gatos a las 10:45."]
+    merged.save(tmp_path)  # a run folder of before: its tokenizer.json still splits as it did
+    loaded = TranslationTokenizer.load(tmp_path)
+    assert loaded.encode_src(["I have 530 cats."]) == merged.encode_src(["I have 530 cats."])

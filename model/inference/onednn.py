@@ -1,10 +1,9 @@
-"""Linear layers by oneDNN while searching on an x86 CPU: the same fp32 math at up to twice the speed.
+"""Linear layers by oneDNN while searching on an x86 CPU: the same fp32 math, faster on AMD processors.
 
 PyTorch multiplies fp32 matrices on a CPU with MKL's sgemm, which on AMD processors does not use
-their AVX-512 units; oneDNN, which PyTorch also ships, does. For the decoder's shapes (a few hundred
-hypotheses × d_model, times the vocabulary) oneDNN ran 2.3× faster on an AMD EPYC, and beam search
-1.2–1.4× faster as a whole, with every output on the test split unchanged. The model code stays as
-it is: a ``TorchFunctionMode`` sends each ``F.linear`` (the projections of ``MultiHeadAttention``,
+their AVX-512 units; oneDNN, which PyTorch also ships, does, at the decoder's shapes (a few hundred
+hypotheses × d_model, times the vocabulary), with every output on the test split unchanged
+(docs/results.md, "Inference", has the figures). The model code stays as it is: a ``TorchFunctionMode`` sends each ``F.linear`` (the projections of ``MultiHeadAttention``,
 ``nn.Linear`` in the feed-forward blocks and the output layer) to oneDNN's linear while it is active.
 """
 

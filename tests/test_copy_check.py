@@ -1,0 +1,29 @@
+"""scripts/copy_check.py: the sentences it builds and how it counts what was copied."""
+
+from copy_check import Case, cases, copy_shares, found_verbatim
+from data.names import NAMES
+
+
+def test_a_number_counts_only_as_a_whole():
+    assert found_verbatim("530", "Tengo 530 gatos.") and found_verbatim("1,250", "Cuesta 1,250 dólares.")
+    assert not found_verbatim("5", "Tengo 15 gatos.") and not found_verbatim("53", "Tengo 530 gatos.")
+    assert not found_verbatim("250", "Cuesta 1,250 dólares.") and not found_verbatim("1", "Cuesta 1,250 dólares.")
+    assert found_verbatim("Omsk", "Vivo en Omsk.") and not found_verbatim("Omsk", "Vivo en Omskaya.")
+
+
+def test_shares_per_kind_on_hand_made_translations():
+    checked = [Case("person", "Ryota", "My name is Ryota."), Case("person", "Vesna", "I met Vesna yesterday."),
+               Case("number, 3 digits", "530", "I have 530 cats."), Case("phone", "555-0199", "Call me at 555-0199.")]
+    translations = ["Me llamo Ryota.", "Ayer conocí a Vesta.", "Tengo 530 gatos.", "Llámame al 555-019."]
+    assert copy_shares(checked, translations) == {"person": (1, 2), "number, 3 digits": (1, 1), "phone": (0, 1)}
+
+
+def test_every_kind_and_length_is_asked_and_no_name_is_one_training_swaps_in():
+    built = cases()
+    kinds = {case.kind for case in built}
+    assert {f"number, {n} digits" for n in range(1, 8)} <= kinds and {"person", "town", "company", "year", "price",
+                                                                       "time", "phone"} <= kinds
+    assert all(case.entity in case.sentence for case in built) and cases() == built  # seeded
+    names = {case.entity for case in built if case.kind in ("person", "town", "company")}
+    assert not names & set(NAMES)
+    assert all(len(case.entity) == int(case.kind.split()[1]) for case in built if case.kind.startswith("number"))
