@@ -60,6 +60,7 @@ from omegaconf.errors import OmegaConfBaseException
 from serving.limits import Limits, limits_help
 
 if TYPE_CHECKING:  # torch and the model load after the arguments are checked
+    from model.inference.translator import Translator
     from model.views import SentenceView
 
 OPTION = re.compile(r"^[a-z_]+(\.[a-z_]+)?=")
@@ -199,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     return translate_lines(cfg, sentences, translator)
 
 
-def translate_lines(cfg: TranslateConfig, sentences: list[str], translator) -> int:
+def translate_lines(cfg: TranslateConfig, sentences: list[str], translator: Translator) -> int:
     """The sentences, else the input's lines, translated to the output, chunk by chunk; then the warnings and
     the attention picture. Returns the exit code."""
     from data.atomic_file import atomic_file

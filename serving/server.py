@@ -12,8 +12,9 @@ reads only the run it was started with. ``/docs`` is the interactive API page, s
 
 Every request's work is bounded: source tokens × beam width (plus its n-best and attention) up to
 ``serve.max_work``, else 413; more than ``serve.queue_work`` waiting: 503 with ``Retry-After``; past
-``serve.deadline`` seconds: 504, its work dropped (at the search's next step), as when its client leaves. Bodies are bounded before
-they are read and, on a loopback address, only this machine's names are answered (``guard.py``).
+``serve.deadline`` seconds: 504, its work dropped (out of the running search too), as when its client
+leaves. Bodies are bounded before they are read and, on a loopback address, only this machine's names
+are answered (``guard.py``).
 Ctrl-C or SIGTERM: new requests refused, the running batch dropped, exit 130 or 143 within seconds.
 """
 
@@ -121,7 +122,7 @@ async def refused(request: Request, error: Refused) -> JSONResponse:
     return JSONResponse({"error": str(error)}, status_code=error.status, headers=error.headers)
 
 
-async def answer(job: Job, http: Request, deadline: float):
+async def answer(job: Job, http: Request, allowed: float):
     """The job's result, once the model has done it; 504 past the deadline, 499 if the client left (its
     work dropped either way: its lines leave the queue and the running search)."""
     try:
@@ -129,7 +130,7 @@ async def answer(job: Job, http: Request, deadline: float):
             remaining = job.deadline - time.monotonic()
             if remaining <= 0:
                 job.future.cancel()
-                raise Refused(504, f"not done within serve.deadline={deadline:g} s; its work was dropped")
+                raise Refused(504, f"not done within serve.deadline={allowed:g} s; its work was dropped")
             await asyncio.wait({job.future}, timeout=min(remaining, 0.25))
             if not job.future.done() and await http.is_disconnected():
                 job.future.cancel()

@@ -116,8 +116,7 @@ class Translator:
         order = sorted(range(len(todo)), key=lambda j: len(ids[j]))  # similar lengths batch together
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
-            rows_wanted = wanted and (lambda batch=batch: [wanted()[todo[j]] for j in batch])
-            outputs = self.backend.search([ids[j] for j in batch], config, rows_wanted)
+            outputs = self.backend.search([ids[j] for j in batch], config, rows_of(wanted, [todo[j] for j in batch]))
             for j, output_ids, text in zip(batch, outputs, self.text(outputs)):
                 results[todo[j]] = Translation(lines[todo[j]].strip(), text, ids[j], output_ids)
         return results
@@ -133,6 +132,18 @@ class Translator:
         """Every attention weight of one translation, for exactly the ids its search produced (by either engine)."""
         return sentence_view(self.model, self.tokenizer, translation.src_ids, translation.output_ids,
                              translation.source, translation.text)
+
+
+def rows_of(wanted: Wanted | None, rows: list[int]) -> Wanted | None:
+    """``wanted`` asked for these lines only, in this order (None stays None)."""
+    if wanted is None:
+        return None
+
+    def asked() -> list[bool]:
+        flags = wanted()
+        return [flags[row] for row in rows]
+
+    return asked
 
 
 def sentence_view(model: Seq2SeqTransformer, tokenizer: TranslationTokenizer, src_ids: list[int],
