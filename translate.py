@@ -23,9 +23,10 @@ Options (defaults in brackets; "the run's" = what the run was trained with, in i
                       (every kind, layer, head); FILE.png, .svg or .pdf = cross-attention picture
   attention_all=BOOL  with a picture: every layer and head, plus both self-attentions [false]
   -- SENTENCE ...     everything after -- is a sentence, even with "=" in it
-  engine=E            ours | ctranslate2: the search, ours or CTranslate2's on the same  [ours]
-                      weights (RUN/ctranslate2, exported first if missing; run= may name such a folder;
-                      pip install -e ".[export]"). Its length penalty divides by length^A, not GNMT's
+  engine=E            the search on the same weights: ours, ctranslate2 (RUN/ctranslate2,  [ours]
+                      exported first if missing; run= may name such a folder; pip install -e ".[export]")
+                      or transformers (generate() on RUN/transformers, exported first if missing; pip
+                      install -e ".[hub]"). Theirs divide a beam's score by length^A, not GNMT's
                       ((5 + length) / 6)^A, so beams may rank differently when length_penalty > 0.
   serve=BOOL          serve a page and a JSON API (POST /translate; docs at /docs)   [false]
                       instead of translating; needs pip install -e ".[serve]"

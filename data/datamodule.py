@@ -86,7 +86,7 @@ class TranslationDataModule(L.LightningDataModule):
         seed: int = 1234,
         vocab_size: int = 8000,
         joint_vocab: bool = True,
-        split_digits: bool = True,
+        split_digits: bool = False,
         name_swap: float = 0.0,
         max_tokens: int = 4096,
         max_sentence_len: int = 128,

@@ -73,7 +73,7 @@ def tokenizer_fingerprint(folder: str | os.PathLike) -> str:
 
 
 def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2,
-              split_digits: bool = True) -> Tokenizer:
+              split_digits: bool = False) -> Tokenizer:
     """Train a byte-level BPE tokenizer whose first ids are the special tokens. ``split_digits``: every digit
     a token of its own, so that "530" and "531" share two tokens and copying a number is copying digits
     (BPE would merge digit strings into arbitrary pieces)."""
@@ -107,7 +107,7 @@ class TranslationTokenizer:
 
     @classmethod
     def train(cls, pairs: Iterable[tuple[str, str]], vocab_size: int = 8000, joint: bool = True,
-              split_digits: bool = True) -> "TranslationTokenizer":
+              split_digits: bool = False) -> "TranslationTokenizer":
         pairs = list(pairs)
         if joint:
             return cls(train_bpe([text for pair in pairs for text in pair], vocab_size, split_digits=split_digits))

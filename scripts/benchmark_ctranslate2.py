@@ -1,11 +1,12 @@
-"""Our PyTorch search against CTranslate2 on the same weights (float32 and int8): sentences/s, BLEU, and
-how many outputs are identical to ours — from ONE run.
+"""Our PyTorch search against CTranslate2 (float32 and int8) and `transformers`' generate() on the same
+weights: sentences/s, BLEU, and how many outputs are identical to ours — from ONE run.
 
     python scripts/export_split.py --split test --out /tmp/test
     python scripts/benchmark_ctranslate2.py outputs/default_run /tmp/test.en /tmp/test.refs.jsonl [--ids ours.json]
 
 Each engine translates the whole file in batches of 64 with the run's length limits, greedy and
-with beam 5 (the run's length penalty; CTranslate2's formula differs, see translate.py --help).
+with beam 5 (the run's length penalty; theirs is another formula, see translate.py --help). An engine
+whose package is missing is left out, with one line saying so.
 """
 
 from __future__ import annotations
@@ -35,9 +36,14 @@ def main() -> None:
     lines = args.lines.read_text(encoding="utf-8").splitlines()
     refs = [json.loads(line) for line in args.refs.read_text(encoding="utf-8").splitlines()]
     ours = Translator.load(args.run)
-    engines = {"ours (PyTorch fp32)": ours,
-               "CTranslate2 float32": Translator.load(args.run, engine="ctranslate2", compute_type="float32"),
-               "CTranslate2 int8": Translator.load(args.run, engine="ctranslate2", compute_type="int8")}  # as loaded
+    engines = {"ours (PyTorch fp32)": ours}
+    for name, engine, compute_type in (("CTranslate2 float32", "ctranslate2", "float32"),
+                                       ("CTranslate2 int8", "ctranslate2", "int8"),  # quantized as it loads
+                                       ("transformers fp32", "transformers", "default")):
+        try:
+            engines[name] = Translator.load(args.run, engine=engine, compute_type=compute_type)
+        except ValueError as error:  # its package is not installed
+            print(f"{name}: left out ({error})")
     print(f"{machine_name()}, torch {torch.__version__}, {torch.get_num_threads()} threads, {date.today()}")
     print(f"{len(lines)} sentences, length-sorted batches of 64; identical = the same output ids as ours")
     print(f"{'engine':22} {'search':7} {'sentences/s':>12} {'vs ours':>8} {'BLEU':>6} {'identical':>10}")
@@ -58,7 +64,9 @@ def main() -> None:
             search = "greedy" if beam_size == 1 else f"beam {beam_size}"
             print(f"{name:22} {search:7} {rate:12.1f} {rate / reference[1]:7.2f}x {bleu:6.2f} "
                   f"{same / len(lines):9.1%}")
-    print(f"ours / CTranslate2 float32, beam 5: {rates['ours (PyTorch fp32)', 5] / rates['CTranslate2 float32', 5]:.2f}x")
+    for other in ("CTranslate2 float32", "transformers fp32"):
+        if (other, 5) in rates:
+            print(f"ours / {other}, beam 5: {rates['ours (PyTorch fp32)', 5] / rates[other, 5]:.2f}x")
     if args.ids and args.ids.is_file():
         saved = json.loads(args.ids.read_text())
         for beam, ids in ours_ids.items():

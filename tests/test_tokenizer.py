@@ -68,8 +68,8 @@ def test_save_and_load(tmp_path, joint):
 
 def test_digits_are_tokens_of_their_own_and_a_tokenizer_trained_before_keeps_its_merges(tmp_path):
     pairs = [("I have 530 cats and 531 dogs.", "Tengo 530 gatos y 531 perros."), ("In 1987.", "En 1987.")] * 40
-    digits = TranslationTokenizer.train(pairs, vocab_size=300)
-    merged = TranslationTokenizer.train(pairs, vocab_size=300, split_digits=False)  # as runs were trained before
+    digits = TranslationTokenizer.train(pairs, vocab_size=300, split_digits=True)
+    merged = TranslationTokenizer.train(pairs, vocab_size=300)  # the default, as runs were trained before
     tokens = digits.src_tokens(digits.encode_src(["I have 530 cats."])[0])
     assert tokens[2:6] == ["▁", "5", "3", "0"]
     assert any(len(token.strip("▁")) > 1 and token.strip("▁").isdigit()

@@ -56,7 +56,7 @@ def test_help_and_bad_options():
     assert bad.returncode != 0 and "beam_sise" in bad.stderr.decode()
     from translate import main
 
-    with pytest.raises(SystemExit, match="^translate.py: engine=marian: one of ours, ctranslate2$"):
+    with pytest.raises(SystemExit, match="^translate.py: engine=marian: one of ours, ctranslate2, transformers$"):
         main(["run=x", "engine=marian", "Hi."])  # refused from the one table of engines, before the run
 
 

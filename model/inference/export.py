@@ -25,19 +25,25 @@ QUANTIZATIONS = ("float32", "int8", "int8_float32", "int16", "float16", "bfloat1
 EXPORT_FILE = "export.json"  # written beside the model: which checkpoint and quantization it holds
 
 
-def exportable(model: Seq2SeqTransformer) -> None:
-    """Refuse, before anything is written, what CTranslate2's Transformer cannot express."""
+def exportable(model: Seq2SeqTransformer, target: str = "ctranslate2") -> None:
+    """Refuse, before anything is written, what the ``target`` engine ("ctranslate2" or "transformers")
+    cannot express: one list for both exporters."""
     problems = []
     if model.decoder_layers[0].cross_attn is None:
         problems.append("cross_attention=false (the decoder must read the source)")
     if model.src_embed.position is None:
-        problems.append("positional=none (CTranslate2 always adds positions)")
+        problems.append(f"positional=none ({'CTranslate2' if target == 'ctranslate2' else 'Pegasus'} always adds positions)")
     if not model.causal_decoder:
-        problems.append("causal_decoder=false (CTranslate2 decodes causally)")
+        problems.append("causal_decoder=false (the decoder is searched causally)")
     if model.src_vocab_size != model.tgt_vocab_size or model.src_embed.token.weight is not model.tgt_embed.token.weight:
         problems.append("separate source and target vocabularies (one shared vocabulary is exported)")
+    if target == "transformers" and model.src_embed.position is not None and not hasattr(model.src_embed.position, "table"):
+        problems.append("positional=learned (Pegasus' positions are sinusoidal)")
+    if target == "transformers" and not isinstance(model.encoder_norm, torch.nn.LayerNorm):
+        problems.append("norm_first=false (Pegasus is pre-norm)")
     if problems:
-        raise RunLoadError("cannot export to CTranslate2: " + "; ".join(problems))
+        name = "CTranslate2" if target == "ctranslate2" else "transformers"
+        raise RunLoadError(f"cannot export to {name}: " + "; ".join(problems))
 
 
 def _array(tensor: torch.Tensor) -> np.ndarray:

@@ -25,7 +25,8 @@ from model.search import SearchConfig, Wanted, beam_hypotheses, produced_ids, se
 from model.transformer import Seq2SeqTransformer
 
 # The engines, each with the package it needs beyond ours (and where to get it).
-ENGINES = {"ours": None, "ctranslate2": ("ctranslate2", 'pip install -e ".[export]"')}
+ENGINES = {"ours": None, "ctranslate2": ("ctranslate2", 'pip install -e ".[export]"'),
+           "transformers": ("transformers", 'pip install -e ".[hub]"')}
 
 
 def check_engine(engine: str) -> None:
@@ -34,6 +35,11 @@ def check_engine(engine: str) -> None:
         raise ValueError(f"engine={engine}: one of {', '.join(ENGINES)}")
     if ENGINES[engine] and importlib.util.find_spec(ENGINES[engine][0]) is None:
         raise ValueError(f"engine={engine} needs {ENGINES[engine][0]}: {ENGINES[engine][1]}")
+
+
+def output_limit(source: list[int], config: SearchConfig, max_len: int) -> int:
+    """As ``model.search.output_limits``: a · source length + b, within the model's positions."""
+    return max(1, min(int(config.max_len_a * len(source) + config.max_len_b), max_len - 1))
 
 
 class SearchBackend(Protocol):
@@ -96,9 +102,6 @@ class CTranslate2Search:
         pieces = [tokenizer.src.id_to_token(i) for i in range(tokenizer.src_vocab_size)]
         return cls(folder, pieces, tokenizer.eos_id, model.max_len, device, compute_type)
 
-    def _limit(self, source: list[int], config: SearchConfig) -> int:
-        """As ``model.search.output_limits``: a · source length + b, within the model's positions."""
-        return max(1, min(int(config.max_len_a * len(source) + config.max_len_b), self.max_len - 1))
 
     def _translate(self, sources: list[list[int]], config: SearchConfig, limit: int, whole_beam: bool = False):
         return self.engine.translate_batch(
@@ -113,12 +116,54 @@ class CTranslate2Search:
     def search(self, sources: list[list[int]], config: SearchConfig, wanted: Wanted | None = None) -> list[list[int]]:
         outputs: list[list[int]] = []
         # One call per output limit; a length-sorted batch has few (the limit grows with the length).
-        for limit, group in groupby(sources, key=lambda source: self._limit(source, config)):
+        for limit, group in groupby(sources, key=lambda source: output_limit(source, config, self.max_len)):
             group = list(group)
             outputs += [self._ids(answer.hypotheses[0], limit) for answer in self._translate(group, config, limit)]
         return outputs
 
     def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
-        limit = self._limit(source, config)
+        limit = output_limit(source, config, self.max_len)
         answer = self._translate([source], config, limit, whole_beam=True)[0]
         return [(self._ids(pieces, limit), score) for pieces, score in zip(answer.hypotheses, answer.scores)]
+
+
+class TransformersSearch:
+    """``generate()`` of ``transformers`` on an exported Pegasus folder (``export_transformers.py``); it searches
+    a batch to its end (``wanted`` is not asked). Its length penalty, like CTranslate2's, divides by
+    length^alpha; its output limit is per batch, so a batch is searched in parts of one limit."""
+
+    def __init__(self, folder: Path, pad_id: int, eos_id: int, max_len: int, device: torch.device) -> None:
+        from transformers import AutoModelForSeq2SeqLM
+
+        self.folder, self.pad_id, self.eos_id, self.max_len, self.device = folder, pad_id, eos_id, max_len, device
+        self.model = AutoModelForSeq2SeqLM.from_pretrained(folder).to(device).eval()
+
+    @classmethod
+    def of_run(cls, model: Seq2SeqTransformer, tokenizer, files, settings, folder: Path | None,
+               device: torch.device) -> "TransformersSearch":
+        """On ``folder``, default ``<run>/transformers`` (exported first when missing or made from another checkpoint)."""
+        from model.inference.export_transformers import up_to_date_export
+
+        if folder is None:
+            folder = up_to_date_export(model, tokenizer, settings, files.checkpoint, files.folder / "transformers")
+        return cls(folder, model.pad_id, tokenizer.eos_id, model.max_len, device)
+
+    def _generate(self, sources: list[list[int]], config: SearchConfig, limit: int, whole_beam: bool = False):
+        src = pad_batch(sources, self.pad_id).to(self.device)  # (B, S); max_length counts the start token
+        beam = {"length_penalty": config.length_penalty, "early_stopping": True} if config.beam_size > 1 else {}
+        return self.model.generate(input_ids=src, attention_mask=src != self.pad_id, num_beams=config.beam_size,
+                                   max_length=limit + 1, do_sample=False, output_scores=whole_beam,
+                                   num_return_sequences=config.beam_size if whole_beam else 1,
+                                   return_dict_in_generate=True, **beam)
+
+    def search(self, sources: list[list[int]], config: SearchConfig, wanted: Wanted | None = None) -> list[list[int]]:
+        outputs: list[list[int]] = []
+        for limit, group in groupby(sources, key=lambda source: output_limit(source, config, self.max_len)):
+            generated = self._generate(list(group), config, limit).sequences[:, 1:]  # without the start token
+            outputs += produced_ids(generated, self.eos_id, self.pad_id)
+        return outputs
+
+    def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
+        generated = self._generate([source], config, output_limit(source, config, self.max_len), whole_beam=True)
+        scores = generated.sequences_scores.tolist() if config.beam_size > 1 else [0.0]
+        return list(zip(produced_ids(generated.sequences[:, 1:], self.eos_id, self.pad_id), scores))

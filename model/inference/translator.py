@@ -18,7 +18,8 @@ import torch
 from data.lines import clean_text
 from data.tokenizer import JOINT_FILE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
 from model.inference.run_folder import RunFiles, RunLoadError, RunSettings, model_config, open_run
-from model.inference.search_backends import CTranslate2Search, OurSearch, SearchBackend, check_engine
+from model.inference.search_backends import (CTranslate2Search, OurSearch, SearchBackend, TransformersSearch,
+                                             check_engine)
 from model.search import SearchConfig, Wanted, sentence_attention
 from model.transformer import Seq2SeqTransformer
 from model.views import SentenceView
@@ -69,8 +70,10 @@ class Translator:
         model = model.to(target).eval()
         if engine == "ours":
             backend = OurSearch(model, tokenizer.bos_id, tokenizer.eos_id)
-        else:
+        elif engine == "ctranslate2":
             backend = CTranslate2Search.of_run(model, tokenizer, files, exported, target, compute_type)
+        else:  # transformers: generate() on <run>/transformers
+            backend = TransformersSearch.of_run(model, tokenizer, files, settings, None, target)
         return cls(model, tokenizer, target, backend, settings, files)
 
     @property
