@@ -30,7 +30,7 @@ SHAPE_KEYS = ("d_model", "num_heads", "num_encoder_layers", "num_decoder_layers"
 def default_config(overrides: list[str] | None = None):
     """configs/train.yaml as `python train.py [OVERRIDES]` composes it. Hydra registers the config nodes made
     from code when it finds ``hydra_plugins`` on the path, as it does beside train.py; from scripts/ it may not."""
-    import hydra_plugins.structured_configs  # noqa: F401 — module/search/default
+    import hydra_plugins.structured_configs  # noqa: F401 — registers module/search/default
 
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
         return compose("train", overrides=overrides or [])

@@ -73,7 +73,7 @@ def test_what_cannot_be_converted_is_refused_in_one_line(tmp_path):
     blind = tiny_model(cross_attention=False, positional="none")
     with pytest.raises(RunLoadError, match=r"cannot export to CTranslate2: cross_attention=false .*; positional=none"):
         exportable(blind)
-    result = subprocess.run([sys.executable, "scripts/export_ctranslate2.py", str(tmp_path / "nowhere")], cwd=ROOT,
+    result = subprocess.run([sys.executable, "scripts/export.py", str(tmp_path / "nowhere")], cwd=ROOT,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 1 and result.stderr.count("\n") == 1 and "no such run folder" in result.stderr
     assert not (tmp_path / "nowhere").exists()

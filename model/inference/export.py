@@ -1,5 +1,5 @@
 """A trained run as a CTranslate2 model folder: the same weights for the engine translation systems
-deploy on CPUs (``pip install -e ".[export]"``; ``scripts/export_ctranslate2.py`` is the command).
+deploy on CPUs (``pip install -e ".[export]"``; ``scripts/export.py`` is the command).
 
 The spec is built directly (``ctranslate2.specs.TransformerSpec``), not through another framework:
 our packed QKV weights, no attention biases, our sinusoidal (or learned) position table supplied
@@ -130,7 +130,7 @@ def export_ctranslate2(model: Seq2SeqTransformer, tokenizer: TranslationTokenize
     spec.save(str(folder))
     (folder / "README.md").write_text(
         f"# CTranslate2 export\n\nFrom `{checkpoint}` (quantization {quantization}), by "
-        f"`scripts/export_ctranslate2.py`. Tokens are this run's `tokenizer.json` pieces.\n", encoding="utf-8")
+        f"`scripts/export.py`. Tokens are this run's `tokenizer.json` pieces.\n", encoding="utf-8")
     (folder / EXPORT_FILE).write_text(json.dumps({"checkpoint": str(checkpoint), "quantization": quantization}),
                                       encoding="utf-8")
     return folder

@@ -1,7 +1,7 @@
 """A trained run as a ``transformers`` folder: Pegasus weights, a tokenizer, a generation config and a model card.
 
 What ``AutoModelForSeq2SeqLM.from_pretrained(folder)`` and ``AutoTokenizer.from_pretrained(folder)`` load
-without this project (``pip install -e ".[hub]"``; ``scripts/export_transformers.py`` is the command).
+without this project (``pip install -e ".[hub]"``; ``scripts/export.py --to transformers`` is the command).
 Our default model (pre-norm, sinusoidal positions, one shared vocabulary, tied output, ReLU) is what
 ``transformers`` calls Pegasus, up to one fixed reordering of the model axis: our sinusoid interleaves
 sin and cos (sin at even dimensions), Pegasus puts every sin first and every cos second. Reordering
