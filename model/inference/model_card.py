@@ -69,7 +69,7 @@ def model_card(model: Seq2SeqTransformer, settings: RunSettings, checkpoint: Pat
             "from transformers import AutoModelForSeq2SeqLM, AutoTokenizer",
             "tokenizer = AutoTokenizer.from_pretrained(\"path/to/this/folder\")",
             "model = AutoModelForSeq2SeqLM.from_pretrained(\"path/to/this/folder\")",
-            "batch = tokenizer([\"I like cats.\", \"Where is the station?\"], return_tensors=\"pt\", padding=True)",
+            "batch = tokenizer([\"I like cats.\", \"Where is the station?\"], return_tensors=\"pt\", padding=True, truncation=True)",
             "print(tokenizer.batch_decode(model.generate(**batch), skip_special_tokens=True))", "```", "",
             f"Generation defaults (`generation_config.json`): beam {settings.search.beam_size}, length penalty "
             f"{settings.search.length_penalty}. `generate()` divides a beam's log-probability by length^α where "
