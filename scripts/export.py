@@ -7,7 +7,7 @@
 
 CTranslate2 (``pip install -e ".[export]"``) is the engine translation systems deploy on CPUs; the
 ``transformers`` folder (``pip install -e ".[hub]"``) loads with ``AutoModelForSeq2SeqLM`` and
-``AutoTokenizer`` without this project, and ``huggingface-cli upload <user>/<name> <folder>`` puts it on
+``AutoTokenizer`` without this project, and ``hf upload <user>/<name> <folder>`` (huggingface_hub) puts it on
 the Hub. What the engine cannot express (e.g. no cross-attention, no positions, separate vocabularies;
 for Pegasus also post-norm or learned positions) is refused in one line before anything is written.
 See ``model/inference/export.py`` and ``model/inference/export_transformers.py``.
