@@ -8,30 +8,8 @@
     python translate.py run=outputs/my_run serve=true
 
 Options (defaults in brackets; "the run's" = what the run was trained with, in its config.yaml):
-  run=PATH            run folder made by train.py, or a .ckpt file inside one        [required]
-  input=FILE          read sentences from FILE, one a line ("-" = standard input)     [stdin if no sentences]
-  output=FILE         write translations to FILE, one line per input line            [stdout]
-  beam_size=N         beam search width; 1 = greedy decoding                         [the run's module.search]
-  length_penalty=A    GNMT length penalty alpha for beam search                      [the run's module.search]
-  max_len_a=A         longest output = A * source tokens + B                         [the run's module.search]
-  max_len_b=B                                                                         [the run's module.search]
-  max_sentence_len=N  source tokens read; longer sentences are cut                   [the run's data.max_sentence_len]
-  batch_size=N        sentences per batch (sorted by length within a chunk)          [64]
-  chunk_size=N        lines read at a time from a stream: bounds the memory used     [2000]
-  device=D            auto | cpu | cuda                                              [auto]
-  attention=FILE      the first sentence's attention: FILE.html = interactive explorer  [none]
-                      (every kind, layer, head); FILE.png, .svg or .pdf = cross-attention picture
-  attention_all=BOOL  with a picture: every layer and head, plus both self-attentions [false]
+{options}
   -- SENTENCE ...     everything after -- is a sentence, even with "=" in it
-  engine=E            the search on the same weights: ours, ctranslate2 (RUN/ctranslate2,  [ours]
-                      exported first if missing; run= may name such a folder; pip install -e ".[export]")
-                      or transformers (generate() on RUN/transformers, exported first if missing; pip
-                      install -e ".[hub]"). Theirs divide a beam's score by length^A, not GNMT's
-                      ((5 + length) / 6)^A, so beams may rank differently when length_penalty > 0.
-  serve=BOOL          serve a page and a JSON API (POST /translate; docs at /docs)   [false]
-                      instead of translating; needs pip install -e ".[serve]"
-  host=H, port=N      where to serve; 127.0.0.1 = this machine only                  [127.0.0.1, 8000]
-{serve_options}
 
 Empty lines give empty lines (the line count is always kept); over-long sentences are
 cut to the model's limit and invalid UTF-8 bytes are replaced, each with one warning.
@@ -58,7 +36,7 @@ from typing import TYPE_CHECKING
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from serving.limits import Limits, limits_help
+from serving.limits import Limits, option, options_help
 
 if TYPE_CHECKING:  # torch and the model load after the arguments are checked
     from model.inference.translator import Translator
@@ -78,26 +56,40 @@ class ServeOptions(Limits):
     enabled: bool = False
 
 
+THE_RUNS = "the run's module.search"
+
+
 @dataclass
 class TranslateConfig:
-    run: str | None = None
-    input: str | None = None
-    output: str | None = None
+    """translate.py's options; its ``--help`` is made from these fields."""
+
+    run: str | None = option(None, "PATH", "run folder made by train.py, or a .ckpt file inside one", "required")
+    input: str | None = option(None, "FILE", 'read sentences from FILE, one a line ("-" = standard input)',
+                               "stdin if no sentences")
+    output: str | None = option(None, "FILE", "write translations to FILE, one line per input line", "stdout")
     # None: the run's own setting (its config.yaml), else model.search.SearchConfig's default.
-    beam_size: int | None = None
-    length_penalty: float | None = None
-    max_len_a: float | None = None
-    max_len_b: int | None = None
-    max_sentence_len: int | None = None
-    batch_size: int = 64
-    chunk_size: int = 2000
-    device: str = "auto"
-    attention: str | None = None
-    attention_all: bool = False
-    engine: str = "ours"
-    serve: ServeOptions = field(default_factory=ServeOptions)
-    host: str = "127.0.0.1"
-    port: int = 8000
+    beam_size: int | None = option(None, "N", "beam search width; 1 = greedy decoding", THE_RUNS)
+    length_penalty: float | None = option(None, "A", "GNMT length penalty alpha for beam search", THE_RUNS)
+    max_len_a: float | None = option(None, "A", "longest output = A * source tokens + B", THE_RUNS)
+    max_len_b: int | None = option(None, "B", "(with max_len_a)", THE_RUNS)
+    max_sentence_len: int | None = option(None, "N", "source tokens read; longer sentences are cut",
+                                          "the run's data.max_sentence_len")
+    batch_size: int = option(64, "N", "sentences per batch (sorted by length within a chunk)")
+    chunk_size: int = option(2000, "N", "lines read at a time from a stream: bounds the memory used")
+    device: str = option("auto", "D", "auto | cpu | cuda")
+    attention: str | None = option(None, "FILE", "the first sentence's attention: FILE.html = interactive explorer "
+                                   "(every kind, layer, head); FILE.png, .svg or .pdf = cross-attention picture")
+    attention_all: bool = option(False, "BOOL", "with a picture: every layer and head, plus both self-attentions")
+    engine: str = option("ours", "E", "the search on the same weights: ours, ctranslate2 (RUN/ctranslate2, "
+                         'exported first if missing; run= may name such a folder; pip install -e ".[export]") '
+                         "or transformers (generate() on RUN/transformers, exported first if missing; pip "
+                         'install -e ".[hub]"). Theirs divide a beam\'s score by length^A, not GNMT\'s '
+                         "((5 + length) / 6)^A, so beams may rank differently when length_penalty > 0.")
+    serve: ServeOptions = field(default_factory=ServeOptions, metadata={
+        "metavar": "BOOL", "shown": "false", "help": "serve a page and a JSON API (POST /translate; docs at /docs) "
+        'instead of translating; needs pip install -e ".[serve]"'})
+    host: str = option("127.0.0.1", "H", "where to serve; 127.0.0.1 = this machine only")
+    port: int = option(8000, "N", "the port to serve on")
 
 
 def parse_args(argv: list[str]) -> tuple[TranslateConfig, list[str]]:
@@ -173,7 +165,7 @@ def check_serving(cfg: TranslateConfig, sentences: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):
-        print(__doc__.format(serve_options=limits_help(20, 63)))
+        print(__doc__.format(options=options_help(TranslateConfig) + "\n" + options_help(Limits, "serve.")))
         return 0
     cfg, sentences = parse_args(argv)
     if not cfg.run:

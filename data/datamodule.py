@@ -26,7 +26,7 @@ from data.atomic_file import os_cause
 from data.corpus import DEFAULT_CACHE, ParseReport, clean_pairs, load_pairs, locate_corpus
 from data.device_batches import DeviceBatches
 from data.sampler import Collator, TokenBucketBatchSampler
-from data.splits import column, split_pairs, with_swapped_names
+from data.splits import column, split_pairs
 from data.tokenizer import MIN_VOCAB_SIZE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
 
 log = logging.getLogger(__name__)
@@ -56,9 +56,6 @@ def data_problems(settings: Mapping, prefix: str = "") -> list[str]:
         share = settings.get(key, 0.02)
         if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share < 0.5:
             problems.append(f"{prefix}{key}={share!r} must be a share between 0 and 0.5")
-    name_swap = settings.get("name_swap", 0.0)
-    if isinstance(name_swap, bool) or not isinstance(name_swap, (int, float)) or not 0 <= name_swap <= 1:
-        problems.append(f"{prefix}name_swap={name_swap!r} must be a share between 0 and 1")
     if not problems and settings.get("max_tokens", 4096) <= settings.get("max_sentence_len", 128):
         problems.append(f"{prefix}max_tokens={settings.get('max_tokens', 4096)} cannot hold one pair of "
                         f"{prefix}max_sentence_len={settings.get('max_sentence_len', 128)} tokens")
@@ -87,7 +84,7 @@ class TranslationDataModule(L.LightningDataModule):
         vocab_size: int = 8000,
         joint_vocab: bool = True,
         split_digits: bool = False,
-        name_swap: float = 0.0,
+        copy_slots: bool = True,
         max_tokens: int = 4096,
         max_sentence_len: int = 128,
         limit_pairs: int | None = None,
@@ -119,8 +116,7 @@ class TranslationDataModule(L.LightningDataModule):
         settings = {
             "source": self._source_description(),
             "split": [hp.val_fraction, hp.test_fraction, hp.seed, hp.limit_pairs],
-            "bpe": [hp.vocab_size, hp.joint_vocab, hp.split_digits],
-            "name_swap": hp.name_swap,
+            "bpe": [hp.vocab_size, hp.joint_vocab, hp.split_digits, hp.copy_slots],
             "version": CACHE_VERSION,
         }
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
@@ -176,8 +172,6 @@ class TranslationDataModule(L.LightningDataModule):
             partial = folder / "splits.partial"
             shutil.rmtree(partial, ignore_errors=True)
             splits = split_pairs(pairs, self.hparams.val_fraction, self.hparams.test_fraction, self.hparams.seed)
-            if self.hparams.name_swap:  # the training pairs only: validation and test keep their own names
-                splits["train"] = with_swapped_names(splits["train"], self.hparams.name_swap, self.hparams.seed)
             splits.save_to_disk(str(partial))
             (folder / "report.json").write_text(json.dumps(report.__dict__ | {"skipped": report.skipped}))
             partial.rename(folder / "splits")
@@ -187,7 +181,8 @@ class TranslationDataModule(L.LightningDataModule):
             shutil.rmtree(tokenizer_dir, ignore_errors=True)
             train = splits["train"]  # BPE never sees validation or test text
             tokenizer = TranslationTokenizer.train(zip(train["src"], train["tgt"]), self.hparams.vocab_size,
-                                                   self.hparams.joint_vocab, self.hparams.split_digits)
+                                                   self.hparams.joint_vocab, self.hparams.split_digits,
+                                                   self.hparams.copy_slots)
             shutil.rmtree(folder / "tokenizer.partial", ignore_errors=True)
             tokenizer.save(folder / "tokenizer.partial")
             (folder / "tokenizer.partial").rename(tokenizer_dir)
@@ -201,14 +196,15 @@ class TranslationDataModule(L.LightningDataModule):
         """
         fingerprint = tokenizer_fingerprint(folder / "tokenizer")[:16]
 
-        def encode(batch: dict) -> dict:
-            return {"src_ids": tokenizer.encode_src(batch["src"]), "tgt_ids": tokenizer.encode_tgt(batch["tgt"])}
+        def encode(batch: dict, training: bool) -> dict:
+            src_ids, tgt_ids = tokenizer.encode_pairs(batch["src"], batch["tgt"], training)
+            return {"src_ids": src_ids, "tgt_ids": tgt_ids}
 
         def tokenized(name: str, split):
             cache_file = folder / f"tokenized-{name}-{fingerprint}.arrow"
             for attempt in (1, 2):
                 try:
-                    return split.map(encode, batched=True, batch_size=2000, cache_file_name=str(cache_file),
+                    return split.map(encode, fn_kwargs={"training": name == "train"}, batched=True, batch_size=2000, cache_file_name=str(cache_file),
                                      new_fingerprint=f"{folder.name}-{name}-{fingerprint}", desc=f"tokenizing {name}")
                 except Exception as error:  # noqa: BLE001 — a damaged cache file: rebuild it once
                     if attempt == 2 or not cache_file.exists():

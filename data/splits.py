@@ -6,25 +6,19 @@ A random split by line would put the same sentence in train and test, so we spli
 *sentence group*: every pair whose English side normalizes to the same key (lower-case,
 letters and digits only) lands in the same split.
 
-Train keeps one row per pair (with ``data.name_swap``, a share of its names swapped: ``data/names.py``).
-Validation and test keep one row per distinct English sentence, with all of its Spanish translations
-as references for multi-reference BLEU.
+Train keeps one row per pair. Validation and test keep one row per distinct English sentence, with
+all of its Spanish translations as references for multi-reference BLEU.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import random
 from collections import defaultdict
 
 import pyarrow as pa
 from datasets import Dataset, DatasetDict
-
-from data.names import swap_names
-
-log = logging.getLogger(__name__)
 
 
 def group_key(english: str) -> str:
@@ -98,11 +92,3 @@ def split_pairs(
     )
     return splits.shuffle(seed=seed).flatten_indices() if len(pairs) else splits
 
-
-def with_swapped_names(train: Dataset, share: float, seed: int) -> Dataset:
-    """The training split with the names of ``share`` of its pairs that hold one on both sides swapped for
-    names of many languages (``data.names``), the same on both sides."""
-    pairs, swapped = swap_names(list(zip(train["src"], train["tgt"])), share, seed)
-    log.info("names swapped in %d of %d training pairs (data.name_swap=%g)", swapped, len(pairs), share)
-    return dataset({"src": [english for english, _ in pairs], "tgt": [spanish for _, spanish in pairs],
-                    "refs": [[spanish] for _, spanish in pairs]})

@@ -3,8 +3,9 @@
 Byte-level means every string can be encoded — accents, ñ, ¿ ¡, emoji, unseen scripts —
 with no unknown token, and decoding gives the text back byte for byte, spacing included.
 One joint English+Spanish vocabulary by default (so embeddings can be shared); separate
-vocabularies as an option. Saved as ``tokenizer.json`` (joint) or
-``tokenizer.src.json`` + ``tokenizer.tgt.json`` next to the checkpoints.
+vocabularies as an option. With copy slots (``data/copy_slots.py``), names and numbers are slot
+tokens of their own. Saved as ``tokenizer.json`` (joint) or ``tokenizer.src.json`` +
+``tokenizer.tgt.json``, and ``copy_slots.json``, next to the checkpoints.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+from data.copy_slots import FILE as SLOTS_FILE
+from data.copy_slots import SLOT_TOKENS, CopySlots
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]  # ids 0, 1, 2, 3
@@ -66,6 +70,7 @@ def tokenizer_fingerprint(folder: str | os.PathLike) -> str:
     """sha256 of the tokenizer file(s) in ``folder``: stored in checkpoints so a mismatch is caught."""
     folder = Path(folder)
     files = [folder / JOINT_FILE] if (folder / JOINT_FILE).is_file() else [folder / SRC_FILE, folder / TGT_FILE]
+    files += [folder / SLOTS_FILE] if (folder / SLOTS_FILE).is_file() else []
     digest = hashlib.sha256()
     for f in files:
         digest.update(f.read_bytes())
@@ -73,10 +78,10 @@ def tokenizer_fingerprint(folder: str | os.PathLike) -> str:
 
 
 def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2,
-              split_digits: bool = False) -> Tokenizer:
-    """Train a byte-level BPE tokenizer whose first ids are the special tokens. ``split_digits``: every digit
-    a token of its own, so that "530" and "531" share two tokens and copying a number is copying digits
-    (BPE would merge digit strings into arbitrary pieces)."""
+              split_digits: bool = False, slot_tokens: list[str] = ()) -> Tokenizer:
+    """Train a byte-level BPE tokenizer whose first ids are the special tokens and last ids ``slot_tokens``
+    (``vocab_size`` in all). ``split_digits``: every digit a token of its own, so that "530" and "531" share
+    two tokens and copying a number is copying digits (BPE would merge digit strings into arbitrary pieces)."""
     tokenizer = Tokenizer(models.BPE(unk_token=UNK))
     tokenizer.normalizer = normalizers.NFC()
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -84,21 +89,22 @@ def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int =
                                if split_digits else byte_level)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
+        vocab_size=vocab_size - len(slot_tokens),
         min_frequency=min_frequency,
         special_tokens=SPECIAL_TOKENS,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),  # all 256 bytes: nothing is unknown
         show_progress=False,
     )
     tokenizer.train_from_iterator(texts, trainer=trainer)
+    tokenizer.add_tokens([AddedToken(token, normalized=False) for token in slot_tokens])  # kept when decoding
     return tokenizer
 
 
 class TranslationTokenizer:
-    """Source and target tokenizers (the same object for a joint vocabulary) and special ids."""
+    """Source and target tokenizers (the same object for a joint vocabulary), special ids, copy slots."""
 
-    def __init__(self, src: Tokenizer, tgt: Tokenizer | None = None) -> None:
-        self.src, self.tgt = src, tgt or src
+    def __init__(self, src: Tokenizer, tgt: Tokenizer | None = None, slots: CopySlots | None = None) -> None:
+        self.src, self.tgt, self.slots = src, tgt or src, slots
         self.joint = tgt is None or tgt is src
         ids = [self.tgt.token_to_id(t) for t in SPECIAL_TOKENS]
         if ids != [0, 1, 2, 3] or [self.src.token_to_id(t) for t in SPECIAL_TOKENS] != ids:
@@ -107,12 +113,16 @@ class TranslationTokenizer:
 
     @classmethod
     def train(cls, pairs: Iterable[tuple[str, str]], vocab_size: int = 8000, joint: bool = True,
-              split_digits: bool = False) -> "TranslationTokenizer":
+              split_digits: bool = False, copy_slots: bool = False) -> "TranslationTokenizer":
         pairs = list(pairs)
+        slots = CopySlots.learn(pairs) if copy_slots else None
+        if slots:  # BPE learns the text the model will read: slots where names and numbers were
+            pairs = [(slots.mask(s, held), slots.mask(t, held)) for s, t in pairs for held in [slots.pair_slots(s, t)]]
+        options = {"split_digits": split_digits, "slot_tokens": SLOT_TOKENS if slots else []}
         if joint:
-            return cls(train_bpe([text for pair in pairs for text in pair], vocab_size, split_digits=split_digits))
-        return cls(train_bpe([s for s, _ in pairs], vocab_size, split_digits=split_digits),
-                   train_bpe([t for _, t in pairs], vocab_size, split_digits=split_digits))
+            return cls(train_bpe([text for pair in pairs for text in pair], vocab_size, **options), slots=slots)
+        return cls(train_bpe([s for s, _ in pairs], vocab_size, **options),
+                   train_bpe([t for _, t in pairs], vocab_size, **options), slots)
 
     @property
     def src_vocab_size(self) -> int:
@@ -123,15 +133,30 @@ class TranslationTokenizer:
         return self.tgt.get_vocab_size()
 
     def encode_src(self, texts: list[str]) -> list[list[int]]:
-        """Source ids end with EOS: ``tokens + [eos]``."""
+        """Source ids end with EOS: ``tokens + [eos]``; with copy slots, every name and number a slot."""
+        if self.slots:
+            texts = [self.slots.mask(text, self.slots.entities(text)) for text in texts]
         return [e.ids + [self.eos_id] for e in self.src.encode_batch(texts)]
 
     def encode_tgt(self, texts: list[str]) -> list[list[int]]:
         """Target ids without BOS/EOS; the collator adds them (decoder input / output)."""
         return [e.ids for e in self.tgt.encode_batch(texts)]
 
-    def decode_tgt(self, ids: list[list[int]]) -> list[str]:
-        return self.tgt.decode_batch(ids, skip_special_tokens=True)
+    def encode_pairs(self, sources: list[str], targets: list[str], training: bool) -> tuple[list, list]:
+        """Source and target ids of pairs. Copy slots: a training pair's for what both sides hold verbatim,
+        an evaluation pair's for every name and number of its source, as in translation."""
+        if self.slots:
+            held = [self.slots.pair_slots(s, t if training else None) for s, t in zip(sources, targets)]
+            targets = [self.slots.mask(t, slots) for t, slots in zip(targets, held)]
+            sources = [self.slots.mask(s, slots) for s, slots in zip(sources, held)]
+        return [e.ids + [self.eos_id] for e in self.src.encode_batch(sources)], self.encode_tgt(targets)
+
+    def decode_tgt(self, ids: list[list[int]], sources: list[str] | None = None) -> list[str]:
+        """Target text; with copy slots and the ``sources``, each slot replaced by what it stands for."""
+        texts = self.tgt.decode_batch(ids, skip_special_tokens=True)
+        if self.slots and sources is not None:
+            texts = [self.slots.restore(text, self.slots.entities(src)) for text, src in zip(texts, sources)]
+        return texts
 
     def src_tokens(self, ids: list[int]) -> list[str]:
         """Readable source pieces of ``ids``, for attention-map axes."""
@@ -144,18 +169,20 @@ class TranslationTokenizer:
     def save(self, folder: str | os.PathLike) -> list[Path]:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
+        slots = [self.slots.save(folder)] if self.slots else []
         if self.joint:
             self.src.save(str(folder / JOINT_FILE))
-            return [folder / JOINT_FILE]
+            return [folder / JOINT_FILE, *slots]
         self.src.save(str(folder / SRC_FILE))
         self.tgt.save(str(folder / TGT_FILE))
-        return [folder / SRC_FILE, folder / TGT_FILE]
+        return [folder / SRC_FILE, folder / TGT_FILE, *slots]
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> "TranslationTokenizer":
         folder = Path(folder)
+        slots = CopySlots.load(folder)  # None for a tokenizer trained without them
         if (folder / JOINT_FILE).is_file():
-            return cls(Tokenizer.from_file(str(folder / JOINT_FILE)))
+            return cls(Tokenizer.from_file(str(folder / JOINT_FILE)), slots=slots)
         if (folder / SRC_FILE).is_file() and (folder / TGT_FILE).is_file():
-            return cls(Tokenizer.from_file(str(folder / SRC_FILE)), Tokenizer.from_file(str(folder / TGT_FILE)))
+            return cls(Tokenizer.from_file(str(folder / SRC_FILE)), Tokenizer.from_file(str(folder / TGT_FILE)), slots)
         raise FileNotFoundError(f"no tokenizer in {folder}: expected {JOINT_FILE} (or {SRC_FILE} + {TGT_FILE})")

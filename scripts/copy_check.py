@@ -1,87 +1,19 @@
 """How well a run copies what must pass through a translation unchanged: names and numbers.
 
-    python scripts/copy_check.py outputs/my_run                # ~500 sentences, about half a minute on 2 cores
+    python scripts/copy_check.py outputs/my_run                # 480 sentences, seconds
     python scripts/copy_check.py outputs/my_run --show 5       # and the first misses of each kind
 
-Builds everyday sentences around people, towns and companies (names from many languages, none of them
-among the names training swaps in: ``data/names.py``) and around numbers (1 to 7 digits, years,
-prices with a thousands separator, times, phone numbers), translates them with the run's own search,
-and prints, per kind, the share whose entity is found verbatim in the translation (a number as a
-whole: "15" does not count for "5").
+Translates the sentences of ``data/copy_cases.py`` (people, towns and companies from many languages
+that the corpus never holds; numbers of 1 to 7 digits, years, prices, times, phone numbers) with the
+run's own search and prints, per kind, the share whose entity is found verbatim in the translation.
+A run's ``test_metrics.json`` holds the same shares (``copied``).
 """
 
 from __future__ import annotations
 
 import argparse
-import random
-import re
-from collections import defaultdict
-from dataclasses import dataclass
 
-PEOPLE = ("Bronislawa", "Obiageli", "Vladlen", "Harpreet", "Xiuying", "Ryota", "Khadija", "Cengiz", "Phuong",
-          "Grainne", "Przemyslaw", "Chukwuemeka", "Radoslav", "Sunita", "Zhenya", "Hideki", "Mustafa", "Oyelaran",
-          "Tuomas", "Ildiko", "Stavros", "Mihaela", "Vesna", "Kwabena", "Folasade", "Nomvula", "Sione", "Tadeusz",
-          "Lorenzo", "Annika")
-TOWNS = ("Bydgoszcz", "Ilorin", "Omsk", "Ludhiana", "Kunming", "Kanazawa", "Eskisehir", "Haiphong", "Sligo", "Lublin",
-         "Oulu", "Szeged", "Patras", "Timisoara", "Ostrava", "Maribor", "Mombasa", "Bulawayo", "Trujillo", "Tromso")
-COMPANIES = ("Lufthansa", "Wipro", "Huawei", "Rosneft", "Hyundai", "Heineken", "Carlsberg", "Embraer", "Volvo",
-             "Novartis")
-TEMPLATES = {
-    "person": ("My name is {}.", "{} lives in a small house.", "I met {} yesterday."),
-    "town": ("I live in {}.", "{} is a beautiful city.", "We went to {} last year."),
-    "company": ("She works at {}.", "{} is a big company.", "My father worked for {}."),
-    "number": ("I have {} cats.", "There are {} people in the room."),
-    "year": ("I was born in {}.", "This house was built in {}."),
-    "price": ("It costs {} dollars.", "He paid {} euros for the car."),
-    "time": ("The train leaves at {}.", "The meeting starts at {}."),
-    "phone": ("Call me at {}.", "My phone number is {}."),
-}
-
-
-@dataclass(frozen=True)
-class Case:
-    """One sentence to translate and the entity its translation must contain verbatim."""
-
-    kind: str  # person, town, company, number (with its digits: "number, 3 digits"), year, price, time, phone
-    entity: str
-    sentence: str
-
-
-def entities(seed: int = 0) -> dict[str, list[str]]:
-    """The entities of each kind (numbers: 15 of each length from 1 to 7 digits), drawn with ``seed``."""
-    rng = random.Random(seed)
-    found = {"person": list(PEOPLE), "town": list(TOWNS), "company": list(COMPANIES)}
-    for digits in range(1, 8):
-        low = 0 if digits == 1 else 10 ** (digits - 1)
-        found[f"number, {digits} digits"] = [str(rng.randrange(low, 10**digits)) for _ in range(15)]
-    found["year"] = [str(rng.randrange(1900, 2030)) for _ in range(15)]
-    found["price"] = [f"{rng.randrange(1, 100)},{rng.randrange(0, 1000):03d}" for _ in range(15)]
-    found["time"] = [f"{rng.randrange(1, 13)}:{rng.randrange(0, 60):02d}" for _ in range(15)]
-    found["phone"] = [f"{rng.randrange(200, 1000)}-{rng.randrange(0, 10000):04d}" for _ in range(15)]
-    return found
-
-
-def cases(seed: int = 0) -> list[Case]:
-    """Every entity in every template of its kind."""
-    made = []
-    for kind, values in entities(seed).items():
-        for template in TEMPLATES[kind.split(",")[0]]:
-            made += [Case(kind, value, template.format(value)) for value in values]
-    return made
-
-
-def found_verbatim(entity: str, translation: str) -> bool:
-    """``entity`` in ``translation`` as a whole: not inside a longer word or number."""
-    return re.search(rf"(?<!\w)(?<!\d[.,:-]){re.escape(entity)}(?!\w|[.,:-]\d)", translation) is not None
-
-
-def copy_shares(checked: list[Case], translations: list[str]) -> dict[str, tuple[int, int]]:
-    """Per kind: (translations holding their entity verbatim, cases)."""
-    shares: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for case, translation in zip(checked, translations, strict=True):
-        shares[case.kind][0] += found_verbatim(case.entity, translation)
-        shares[case.kind][1] += 1
-    return {kind: (copied, total) for kind, (copied, total) in shares.items()}
+from data.copy_cases import cases, copy_shares, found_verbatim
 
 
 def main() -> None:

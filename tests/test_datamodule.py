@@ -18,18 +18,18 @@ def test_second_run_reuses_the_cache(tmp_path, monkeypatch):
     corpus = small_corpus(tmp_path)
     calls = {"tokenize": 0, "split": 0}
     original_split = datamodule_module.split_pairs
-    original_encode = datamodule_module.TranslationTokenizer.encode_src
+    original_encode = datamodule_module.TranslationTokenizer.encode_pairs
 
     def counting_split(*args, **kwargs):
         calls["split"] += 1
         return original_split(*args, **kwargs)
 
-    def counting_encode(self, texts):
+    def counting_encode(self, *args):
         calls["tokenize"] += 1
-        return original_encode(self, texts)
+        return original_encode(self, *args)
 
     monkeypatch.setattr(datamodule_module, "split_pairs", counting_split)
-    monkeypatch.setattr(datamodule_module.TranslationTokenizer, "encode_src", counting_encode)
+    monkeypatch.setattr(datamodule_module.TranslationTokenizer, "encode_pairs", counting_encode)
     settings = dict(corpus_path=str(corpus), cache_dir=str(tmp_path / "cache"), vocab_size=300, max_tokens=512)
     cold = TranslationDataModule(**settings)
     cold.setup()
@@ -42,7 +42,7 @@ def test_second_run_reuses_the_cache(tmp_path, monkeypatch):
     assert warm.splits["train"]["src_ids"] == cold.splits["train"]["src_ids"]
     assert warm.report.skipped_malformed == 1
 
-    for other in ({"vocab_size": 320}, {"name_swap": 0.5}, {"split_digits": True}):  # other settings, other cache
+    for other in ({"vocab_size": 320}, {"copy_slots": False}, {"split_digits": True}):  # other settings, other cache
         assert TranslationDataModule(**(settings | other)).settings_folder() != cold.settings_folder()
 
 
@@ -102,7 +102,8 @@ def test_a_damaged_cache_is_rebuilt_never_reused_with_another_tokenizer(tmp_path
     rebuilt.setup()
     fingerprint = tokenizer_fingerprint(folder / "tokenizer")[:16]
     assert all(p.name.endswith(f"{fingerprint}.arrow") for p in folder.glob("tokenized-*.arrow") if p.name not in old_files)
-    assert rebuilt.splits["train"]["src_ids"][0] == rebuilt.tokenizer.encode_src([rebuilt.splits["train"]["src"][0]])[0]
+    train = rebuilt.splits["train"]
+    assert train["src_ids"][0] == rebuilt.tokenizer.encode_pairs(train["src"][:1], train["tgt"][:1], training=True)[0][0]
 
 
 def test_two_processes_build_one_cache(tmp_path):

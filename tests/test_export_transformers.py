@@ -18,7 +18,8 @@ from model.search import SearchConfig
 
 transformers = pytest.importorskip("transformers", reason="pip install -e \".[hub]\" brings transformers")
 
-SENTENCES = ["I like cats.", "Where is the station?", "Tom is very tall.", "It is late.", "The sky is blue today."]
+# No names or numbers: our translator reads those as copy slots, generate() on raw text as words (the card says so).
+SENTENCES = ["I like cats.", "Where is the station?", "He is very tall.", "It is late.", "The sky is blue today."]
 
 # Run in a fresh interpreter, in an empty folder: only transformers and the exported folder.
 FRESH = r"""

@@ -62,8 +62,7 @@ def run_search(sweep_dir, data_cache, corpus_path, n_trials: int) -> subprocess.
     """A smoke-sized search: tiny budgets, the recipe's search space, no enqueued default."""
     command = [sys.executable, str(ROOT / "train.py"), *SEARCH, "experiment=smoke", "logger=csv",
                f"hydra.sweep.dir={sweep_dir}", f"hydra.sweeper.n_trials={n_trials}", "hydra.sweeper.enqueue=[]",
-               "trainer.max_steps=4", f"data.cache_dir={data_cache}", f"data.corpus_path={corpus_path}",
-               "callbacks.attention_views.sentences=1"]
+               "trainer.max_steps=4", f"data.cache_dir={data_cache}", f"data.corpus_path={corpus_path}"]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result

@@ -262,7 +262,6 @@ def test_sigterm_to_both_ddp_ranks_saves_once_and_the_same_command_resumes(tmp_p
     ("data.limit_pairs=0", "limit_pairs=0 must be a whole number >= 1"),
     ("trainer.max_time=abc", "max_time='abc' must be DD:HH:MM:SS"),
     ("data.val_fraction=0.9", "val_fraction=0.9 must be a share"),
-    ("data.name_swap=2", "name_swap=2 must be a share between 0 and 1"),
 ])
 def test_bad_settings_are_refused_before_any_work(tmp_path, data_cache, override, message):
     with pytest.raises(SettingsError, match=message):

@@ -214,7 +214,10 @@ def test_the_first_time_validation_bleu_reaches_a_mark_is_kept(datamodule, tmp_p
     assert resumed.reached == {"30": [7, 1.5]}
     trainer.callbacks.append(TestReport())  # the callback writes what the module scored
     trainer.test(module, datamodule=datamodule)
-    assert json.loads((tmp_path / "test_metrics.json").read_text())["validation_bleu_reached"]["0"]["step"] == 3
+    written = json.loads((tmp_path / "test_metrics.json").read_text())
+    assert written["validation_bleu_reached"]["0"]["step"] == 3
+    assert {"person", "number, 7 digits", "phone"} <= set(written["copied"])  # the copy check, every kind
+    assert all(0 <= share <= 1 for share in written["copied"].values())
     assert (tmp_path / "test_translations.tsv").read_text().count("\n") == len(module.test_result[0])
 
 

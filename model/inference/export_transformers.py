@@ -113,8 +113,6 @@ def export_transformers(model: Seq2SeqTransformer, tokenizer: TranslationTokeniz
     """Write a loaded run (read from ``checkpoint``) as a ``transformers`` Pegasus folder with its model card
     (``model_card.py``); returns it."""
     exportable(model, "transformers")
-    if not tokenizer.joint:
-        raise ValueError("separate source and target vocabularies")  # exportable refuses them first
     from transformers import PegasusForConditionalGeneration
 
     config, generation = pegasus_config(model, settings)
@@ -129,8 +127,7 @@ def export_transformers(model: Seq2SeqTransformer, tokenizer: TranslationTokeniz
     hub_model.generation_config = generation
     folder.mkdir(parents=True, exist_ok=True)
     hub_model.save_pretrained(folder)
-    max_source_tokens = min(settings.max_sentence_len or model.max_len, model.max_len)
-    hub_tokenizer(tokenizer, max_source_tokens).save_pretrained(folder)
+    hub_tokenizer(tokenizer, settings.source_limit(model.max_len)).save_pretrained(folder)
     (folder / "README.md").write_text(model_card(model, settings, checkpoint, folder), encoding="utf-8")
     (folder / EXPORT_FILE).write_text(json.dumps({"checkpoint": str(checkpoint)}), encoding="utf-8")
     return folder

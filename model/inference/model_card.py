@@ -83,7 +83,7 @@ def model_card(model: Seq2SeqTransformer, settings: RunSettings, checkpoint: Pat
         text.append(f"- {split.get('steps')} optimizer steps in {split.get('wall_s', 0) / 60:.1f} minutes "
                     f"({shares}); {split.get('tokens_per_s_steps')} tokens/s in steps")
     text.append(f"- tokenizer: byte-level BPE, one English+Spanish vocabulary of {model.src_vocab_size} "
-                f"(`{JOINT_FILE}`); a source is cut to {min(settings.max_sentence_len or model.max_len, model.max_len)} "
+                f"(`{JOINT_FILE}`); a source is cut to {settings.source_limit(model.max_len)} "
                 f"tokens, its end-of-sentence kept")
     if scores:
         text += ["", "## Evaluation", "",
@@ -92,8 +92,9 @@ def model_card(model: Seq2SeqTransformer, settings: RunSettings, checkpoint: Pat
                  f"chrF {scores.get('chrf', 0):.2f} (`{scores.get('chrf_signature')}`)."]
     text += ["", "## Intended use and limitations", "",
              "Short everyday sentences like Tatoeba's. Long, technical or out-of-domain text translates worse; "
-             "rare names and long numbers may not come through unchanged (the training repository's "
-             "`scripts/copy_check.py` measures it). Not for anything where a wrong translation does harm."]
+             "rare names and numbers may not come through unchanged: the training repository's `translate.py` "
+             "reads them as copy slots (`<name1>`, `<num1>`) and fills them in after decoding, `generate()` on raw "
+             "text reads them as words. Not for anything where a wrong translation does harm."]
     pictures = sorted((run / "attention").glob("step_*/cross_sentence0.png"))
     if pictures:
         shutil.copyfile(pictures[-1], folder / "attention.png")

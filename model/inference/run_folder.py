@@ -101,6 +101,10 @@ class RunSettings:
     search: SearchConfig = SearchConfig()
     max_sentence_len: int | None = None  # None: the model's own limit
 
+    def source_limit(self, model_max_len: int) -> int:
+        """Source tokens read (its end-of-sentence kept): the run's limit, never above the model's positions."""
+        return min(self.max_sentence_len or model_max_len, model_max_len)
+
 
 @dataclass(frozen=True)
 class RunFiles:

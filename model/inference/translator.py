@@ -79,7 +79,7 @@ class Translator:
     @property
     def max_source_tokens(self) -> int:
         """The run's ``data.max_sentence_len`` (what it was trained on), never above the model's positions."""
-        return min(self.settings.max_sentence_len or self.model.max_len, self.model.max_len)
+        return self.settings.source_limit(self.model.max_len)
 
     @property
     def max_source_chars(self) -> int:
@@ -102,9 +102,10 @@ class Translator:
         """The tokenizer's ids of each text, cut to ``max_source_chars`` and cleaned, before truncation."""
         return self.tokenizer.encode_src([clean_text(text[: self.max_source_chars]) for text in texts])
 
-    def text(self, output_ids: list[list[int]]) -> list[str]:
-        """Spanish text of output ids, one line each (byte-level BPE can spell a line break)."""
-        return [" ".join(text.splitlines()) for text in self.tokenizer.decode_tgt(output_ids)]
+    def text(self, output_ids: list[list[int]], sources: list[str]) -> list[str]:
+        """Spanish text of output ids, one line each (byte-level BPE can spell a line break); copy slots
+        filled from the ``sources`` they were translated from."""
+        return [" ".join(text.splitlines()) for text in self.tokenizer.decode_tgt(output_ids, sources)]
 
     @torch.no_grad()
     def translate(self, lines: list[str], config: SearchConfig | None = None, batch_size: int = 64,
@@ -120,7 +121,8 @@ class Translator:
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
             outputs = self.backend.search([ids[j] for j in batch], config, rows_of(wanted, [todo[j] for j in batch]))
-            for j, output_ids, text in zip(batch, outputs, self.text(outputs)):
+            texts = self.text(outputs, [lines[todo[j]].strip() for j in batch])
+            for j, output_ids, text in zip(batch, outputs, texts):
                 results[todo[j]] = Translation(lines[todo[j]].strip(), text, ids[j], output_ids)
         return results
 
@@ -129,7 +131,8 @@ class Translator:
         """Every hypothesis the beam ended with for one translation, best first (the translation itself),
         with its score (ours: the length-normalized log-probability)."""
         hypotheses = self.backend.hypotheses(translation.src_ids, config or self.settings.search)
-        return list(zip(self.text([ids for ids, _ in hypotheses]), [score for _, score in hypotheses]))
+        texts = self.text([ids for ids, _ in hypotheses], [translation.source] * len(hypotheses))
+        return list(zip(texts, [score for _, score in hypotheses]))
 
     def sentence_view(self, translation: Translation) -> SentenceView:
         """Every attention weight of one translation, for exactly the ids its search produced (by either engine)."""

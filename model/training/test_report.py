@@ -1,7 +1,8 @@
 """What the test split scored, written into the run folder: the module computes, this callback writes.
 
-``test_metrics.json``: BLEU and chrF with their sacrebleu signatures, the search used, and when
-validation BLEU first reached each quality mark; ``test_translations.tsv``: source, hypothesis and
+``test_metrics.json``: BLEU and chrF with their sacrebleu signatures, the search used, when
+validation BLEU first reached each quality mark, and the share of names and numbers the search copies
+(``copied``, per kind, on ``data/copy_cases.py``'s sentences: seconds of work); ``test_translations.tsv``: source, hypothesis and
 references of every test sentence. Both are written whole or not at all, by the first process only.
 """
 
@@ -13,7 +14,23 @@ from pathlib import Path
 import lightning as L
 
 from data.atomic_file import atomic_file, write_text_atomically
+from data.copy_cases import cases, copy_shares
+from data.sampler import pad_batch
+from model.search import search
 from model.training.quality import QualityMarks
+
+
+def copied(module: L.LightningModule, batch_size: int = 64) -> dict[str, float]:
+    """The share of the copy check's names and numbers that ``module``'s test search copies, per kind."""
+    checked, tokenizer, model = cases(), module.tokenizer, module.model
+    sentences, outputs, training = [case.sentence for case in checked], [], model.training
+    model.eval()
+    for start in range(0, len(sentences), batch_size):
+        src = pad_batch(tokenizer.encode_src(sentences[start : start + batch_size]), model.pad_id)  # (B, S)
+        outputs += search(model, src.to(module.device), tokenizer.bos_id, tokenizer.eos_id, module.search_config)
+    model.train(training)
+    shares = copy_shares(checked, tokenizer.decode_tgt(outputs, sentences))
+    return {kind: round(hits / total, 4) for kind, (hits, total) in shares.items()}
 
 
 class TestReport(L.Callback):
@@ -35,6 +52,7 @@ class TestReport(L.Callback):
             "beam_size": search.beam_size, "length_penalty": search.length_penalty,
             "validation_bleu_reached": {mark: {"step": int(step), "minutes": round(minutes, 2)}
                                         for mark, (step, minutes) in marks.items()},
+            "copied": copied(pl_module),
         }, indent=2))
         with atomic_file(run_dir / "test_translations.tsv") as out:
             for source, refs, hypothesis in rows:

@@ -173,8 +173,11 @@ class TranslationModule(L.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
     # -- validation: loss + greedy BLEU on a fixed subset + attention maps; test: beam ----
-    def _translate(self, src: Tensor, config: SearchConfig) -> list[str]:
-        return self.tokenizer.decode_tgt(search(self.model, src, self.tokenizer.bos_id, self.tokenizer.eos_id, config))
+    def _translate(self, batch: dict[str, Tensor], rows: Tensor, split: str, config: SearchConfig) -> dict[int, str]:
+        """The translations of a batch's ``rows``, by sentence index (copy slots filled from their sources)."""
+        indices, sources = batch["index"][rows].tolist(), self.texts[split][0]
+        output_ids = search(self.model, batch["src"][rows], self.tokenizer.bos_id, self.tokenizer.eos_id, config)
+        return dict(zip(indices, self.tokenizer.decode_tgt(output_ids, [sources[i] for i in indices])))
 
     def _log_evaluation(self, batch: dict[str, Tensor], stage: str) -> None:
         loss, nll, accuracy = self._losses(batch)
@@ -195,15 +198,14 @@ class TranslationModule(L.LightningModule):
         self._log_evaluation(batch, "val")
         chosen = batch["index"] < self.hparams.val_bleu_samples  # a fixed subset, the same every epoch
         if self._bleu_due and chosen.any():
-            texts = self._translate(batch["src"][chosen], self.search_config.greedy)
-            self._hypotheses.update(zip(batch["index"][chosen].tolist(), texts))
+            self._hypotheses.update(self._translate(batch, chosen, "validation", self.search_config.greedy))
 
     def on_test_epoch_start(self) -> None:
         self._hypotheses = {}
 
     def test_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
         self._log_evaluation(batch, "test")
-        self._hypotheses.update(zip(batch["index"].tolist(), self._translate(batch["src"], self.search_config)))
+        self._hypotheses.update(self._translate(batch, slice(None), "test", self.search_config))
 
     def _score(self, split: str) -> tuple[list[tuple[str, list[str], str]], Scores]:
         """Log corpus BLEU/chrF of this epoch's hypotheses; return (source, references, hypothesis) rows."""
@@ -237,5 +239,6 @@ class TranslationModule(L.LightningModule):
         for text, src_ids in self.readable_sources[:count]:
             src = torch.tensor([src_ids], device=self.device)
             output_ids = search(self.model, src, tokenizer.bos_id, tokenizer.eos_id, self.search_config.greedy)[0]
-            views.append(sentence_view(self.model, tokenizer, src_ids, output_ids, text, tokenizer.decode_tgt([output_ids])[0]))
+            translation = tokenizer.decode_tgt([output_ids], [text])[0]
+            views.append(sentence_view(self.model, tokenizer, src_ids, output_ids, text, translation))
         return views
