@@ -87,7 +87,3 @@ def test_a_two_trial_search_resumes_after_an_interruption(tmp_path, data_cache, 
     assert not (sweep_dir / "trial_1").exists()
     table = (sweep_dir / "trials.md").read_text()
     assert "recipe: 3 trials" in table and "| 1 | fail |" in table
-
-    again = run_search(sweep_dir, data_cache, corpus_path, n_trials=2)  # all done: nothing runs
-    assert "0 to go" in again.stdout + again.stderr
-    assert len(optuna.load_study(study_name="recipe", storage=f"sqlite:///{sweep_dir}/optuna.db").trials) == 3
