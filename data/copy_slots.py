@@ -56,6 +56,8 @@ class CopySlots:
 
     @classmethod
     def learn(cls, pairs: Iterable[tuple[str, str]], min_count: int = 2) -> "CopySlots":
+        """Read from training pairs: which capitalized words they copy (in ``min_count`` pairs or more, at
+        least half of those that hold them) and every English word they hold."""
         seen, kept, known = Counter(), Counter(), set()
         for english, spanish in pairs:
             words = set(WORD.findall(english))

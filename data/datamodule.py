@@ -204,8 +204,9 @@ class TranslationDataModule(L.LightningDataModule):
             cache_file = folder / f"tokenized-{name}-{fingerprint}.arrow"
             for attempt in (1, 2):
                 try:
-                    return split.map(encode, fn_kwargs={"training": name == "train"}, batched=True, batch_size=2000, cache_file_name=str(cache_file),
-                                     new_fingerprint=f"{folder.name}-{name}-{fingerprint}", desc=f"tokenizing {name}")
+                    return split.map(encode, fn_kwargs={"training": name == "train"}, batched=True, batch_size=2000,
+                                     cache_file_name=str(cache_file), desc=f"tokenizing {name}",
+                                     new_fingerprint=f"{folder.name}-{name}-{fingerprint}")
                 except Exception as error:  # noqa: BLE001 — a damaged cache file: rebuild it once
                     if attempt == 2 or not cache_file.exists():
                         raise
