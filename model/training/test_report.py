@@ -2,8 +2,9 @@
 
 ``test_metrics.json``: BLEU and chrF with their sacrebleu signatures, the search used, when
 validation BLEU first reached each quality mark, and the share of names and numbers the search copies
-(``copied``, per kind, on ``data/copy_cases.py``'s sentences: seconds of work); ``test_translations.tsv``: source, hypothesis and
-references of every test sentence. Both are written whole or not at all, by the first process only.
+(``copied``, per kind, on ``data/copy_cases.py``'s sentences: seconds of work);
+``test_translations.tsv``: source, hypothesis and references of every test sentence. Both are written
+whole or not at all, by the first process only.
 """
 
 from __future__ import annotations
