@@ -204,34 +204,35 @@ def test_one_run_folder_one_writer(tmp_path, data_cache):
     lock.release()
 
 
-def test_ddp_steps_call_no_collective_outside_logging_steps_and_stop_together_at_max_time(tmp_path, data_cache):
-    # Two gloo processes on the CPU, every torch.distributed collective counted per training step in each
-    # (tests/count_collectives.py); the 6-second time limit is decided at logging steps only.
-    run_dir, counts = tmp_path / "ddp", tmp_path / "collectives"
+def ddp_counts(counts: Path, steps: int) -> list[dict]:
+    """Each rank's training steps with the collectives called in them (``tests/count_collectives.py``), checked
+    alike for both ranks: ``steps`` each (they stopped together), none called outside a logging step but by the
+    last (the stop, decided together), rank 0's clock broadcast at every logging step. Returns the quiet steps."""
+    ranks = [json.loads((counts / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+    assert len(ranks[0]) == len(ranks[1]) == steps
+    quiet = []
+    for records in ranks:
+        *running, last = records
+        quiet += [step for step in running if not step["logging"]]
+        assert all("broadcast_object_list" in step["calls"] for step in running if step["logging"])  # the clock
+    assert [step for step in quiet if step["calls"]] == []
+    return quiet
+
+
+def test_ddp_steps_call_no_collective_off_logging_steps_sigterm_saves_once_and_the_run_resumes_to_max_time(
+        tmp_path, data_cache):
+    # Two gloo processes on the CPU, every torch.distributed collective counted per training step in each. The
+    # first launch is stopped by SIGTERM to both ranks; the same command resumes it, and it stops at
+    # trainer.max_time (4 s of training in all, decided at logging steps only).
+    run_dir = tmp_path / "ddp"
+    last = run_dir / "checkpoints" / "last.ckpt"
     command = [sys.executable, str(ROOT / "tests" / "count_collectives.py"), "experiment=smoke",
                f"hydra.run.dir={run_dir}", f"data.cache_dir={data_cache}", "trainer=ddp", "trainer.accelerator=cpu",
-               "trainer.devices=2", "logger=csv", "test=false", "trainer.max_steps=-1", "trainer.max_time=00:00:00:06",
+               "trainer.devices=2", "logger=csv", "test=false", "trainer.max_steps=-1", "trainer.max_time=00:00:00:04",
                "callbacks.early_stopping=null", NO_VIEWS]
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600,
-                            env=os.environ | {"COLLECTIVES_DIR": str(counts)})
-    assert result.returncode == 0, result.stderr[-3000:]
-    ranks = [json.loads((counts / f"rank{rank}.json").read_text()) for rank in (0, 1)]
-    assert len(ranks[0]) == len(ranks[1]) == final_step(run_dir) > 20  # both stopped after the same step
-    for steps in ranks:
-        *running, last = steps  # the last step is the stop, decided together: its collectives are the stop's
-        quiet = [step for step in running if not step["logging"]]
-        assert len(quiet) > 10 and [step for step in quiet if step["calls"]] == []
-        assert all("broadcast_object_list" in step["calls"] for step in running if step["logging"])  # the clock
-    assert "00:00:00:06" in (run_dir / "config.yaml").read_text() and not list(run_dir.glob("checkpoints/.*partial"))
-
-
-def test_sigterm_to_both_ddp_ranks_saves_once_and_the_same_command_resumes(tmp_path, data_cache):
-    run_dir = tmp_path / "ddp_signalled"
-    last = run_dir / "checkpoints" / "last.ckpt"
-    args = ("trainer=ddp", "trainer.accelerator=cpu", "trainer.devices=2", "logger=csv", "test=false",
-            "trainer.max_steps=40", "trainer.val_check_interval=10", NO_VIEWS)
-    process = run_train(run_dir, data_cache, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                        start_new_session=True)  # its own process group, as a scheduler's job has
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True,  # its own process group, as a scheduler's job has
+                               env=os.environ | {"COLLECTIVES_DIR": str(tmp_path / "signalled")})
     deadline = time.time() + 300
     while not last.is_file() and process.poll() is None and time.time() < deadline:
         time.sleep(0.05)
@@ -241,14 +242,18 @@ def test_sigterm_to_both_ddp_ranks_saves_once_and_the_same_command_resumes(tmp_p
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 143 and "Traceback" not in stderr, stderr[-3000:]
     saved_at = torch.load(last, weights_only=True)["global_step"]
-    assert 10 <= saved_at < 40 and not (run_dir / "checkpoints" / "final.ckpt").exists()
+    assert saved_at >= 10 and not (run_dir / "checkpoints" / "final.ckpt").exists()
     assert stderr.count("train.py: stopped by SIGTERM") == 1  # one rank says it, for both
     assert stderr.strip().splitlines()[-1] == (f"train.py: stopped by SIGTERM at step {saved_at}; saved {last}: "
                                                f"run the same command to resume from it")
-    assert not list(last.parent.glob(".*partial"))
-    result = run_train(run_dir, data_cache, *args)  # the same command: resumes from that step
+    quiet = ddp_counts(tmp_path / "signalled", saved_at)
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                            env=os.environ | {"COLLECTIVES_DIR": str(tmp_path / "resumed")})  # the same command
+    assert result.returncode == 0, result.stderr[-3000:]
     assert "resuming the interrupted run" in result.stdout + result.stderr
-    assert final_step(run_dir) == 40
+    quiet += ddp_counts(tmp_path / "resumed", final_step(run_dir) - saved_at)  # until max_time, both ranks
+    assert len(quiet) > 10 and "00:00:00:04" in (run_dir / "config.yaml").read_text()
+    assert not list(last.parent.glob(".*partial"))
 
 
 @pytest.mark.parametrize("override, message", [
