@@ -111,6 +111,11 @@ def parse_args(argv: list[str]) -> tuple[TranslateConfig, list[str]]:
         raise SystemExit(f"translate.py: {error}") from None
 
 
+def say(message: str) -> None:
+    """One line on stdout, at once (the server's start and stop)."""
+    print(f"translate.py: {message}", flush=True)
+
+
 def warn(message: str) -> None:
     """One line on stderr: stdout carries only translations."""
     print(f"translate.py: warning: {message}", file=sys.stderr)
@@ -187,9 +192,12 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, RunLoadError) as error:
         raise SystemExit(f"translate.py: {error}") from None
     if cfg.serve.enabled:
-        from serving.server import serve
+        from serving.server import CannotServe, serve
 
-        return serve(translator, cfg.host, cfg.port, cfg.serve)  # until Ctrl-C (130) or SIGTERM (143)
+        try:
+            return serve(translator, cfg.host, cfg.port, cfg.serve, say)  # until Ctrl-C (130) or SIGTERM (143)
+        except CannotServe as error:
+            raise SystemExit(f"translate.py: {error}") from None
     return translate_lines(cfg, sentences, translator)
 
 

@@ -26,6 +26,7 @@ import json
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -210,9 +211,15 @@ class Stopped(BaseException):
     ``Exception``, so that no handler of a batch's errors takes it for one)."""
 
 
-def serve(translator: Translator, host: str = "127.0.0.1", port: int = 8000, limits: Limits = Limits()) -> int:
+class CannotServe(OSError):
+    """The address cannot be served (in use, or not this machine's)."""
+
+
+def serve(translator: Translator, host: str = "127.0.0.1", port: int = 8000, limits: Limits = Limits(),
+          say: Callable[[str], None] = print) -> int:
     """Serve until Ctrl-C or SIGTERM: the web layer on a thread, the model's loop on this (the main) thread.
-    Returns the exit code: 130 after Ctrl-C, 143 after SIGTERM."""
+    ``say`` tells the user when serving starts and stops. Returns the exit code: 130 after Ctrl-C, 143 after
+    SIGTERM."""
     import uvicorn
 
     app = create_app(translator, limits, loopback_hosts(port) if is_loopback(host) else None)
@@ -225,13 +232,13 @@ def serve(translator: Translator, host: str = "127.0.0.1", port: int = 8000, lim
     while not server.started and web.is_alive():
         time.sleep(0.01)
     if not server.started:
-        raise SystemExit(f"translate.py: cannot serve on {host}:{port} (in use, or not an address of this machine)")
+        raise CannotServe(f"cannot serve on {host}:{port} (in use, or not an address of this machine)")
 
     def stop(signum, frame) -> None:
         raise Stopped()
 
     signal.signal(signal.SIGTERM, stop)
-    print(f"translate.py: serving on http://{host}:{port}/ (API docs: /docs); Ctrl-C stops", flush=True)
+    say(f"serving on http://{host}:{port}/ (API docs: /docs); Ctrl-C stops")
     code = 0
     try:
         batcher.run()
@@ -244,5 +251,5 @@ def serve(translator: Translator, host: str = "127.0.0.1", port: int = 8000, lim
         batcher.stop()  # waiting and running requests are answered 503
         server.should_exit = True
         web.join(timeout=1.5)
-    print(f"translate.py: stopped serving ({ {130: 'Ctrl-C', 143: 'SIGTERM'}.get(code, 'done') })", flush=True)
+    say(f"stopped serving ({ {130: 'Ctrl-C', 143: 'SIGTERM'}.get(code, 'done') })")
     return code

@@ -19,7 +19,7 @@ from helpers import ROOT, call, explorer_data, post, serving
 from model.inference.translator import Translator
 from model.search import SearchConfig
 from serving.limits import Limits
-from serving.server import MAX_LINE_CHARS, MAX_LINES, create_app
+from serving.server import MAX_LINE_CHARS, MAX_LINES, CannotServe, create_app, serve
 from scripts.screenshot_explorer import save_full_page
 
 SENTENCES = ["I like cats.", "Where is the station?", "Tom is very tall.", "It is late.", "The sky is blue."]
@@ -133,6 +133,17 @@ def test_a_real_server_answers_on_localhost_and_ctrl_c_stops_it(smoke_run):
     code, stdout, stderr = ended
     assert code in (0, 130) and b"Traceback" not in stderr, stderr.decode()
     assert f"serving on http://127.0.0.1:{port}/".encode() in stdout
+
+
+def test_a_port_in_use_is_one_error_and_nothing_is_served(translator):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        said = []
+        with pytest.raises(CannotServe, match=f"cannot serve on 127.0.0.1:{port} \\(in use"):
+            serve(translator, port=port, say=said.append)
+    assert said == []  # it never said it was serving
 
 
 def test_a_bounded_load_gets_every_answer_right(smoke_run, translator):
