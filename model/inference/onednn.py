@@ -3,8 +3,9 @@
 PyTorch multiplies fp32 matrices on a CPU with MKL's sgemm, which on AMD processors does not use
 their AVX-512 units; oneDNN, which PyTorch also ships, does, at the decoder's shapes (a few hundred
 hypotheses × d_model, times the vocabulary), with every output on the test split unchanged
-(docs/results.md, "Inference", has the figures). The model code stays as it is: a ``TorchFunctionMode`` sends each ``F.linear`` (the projections of ``MultiHeadAttention``,
-``nn.Linear`` in the feed-forward blocks and the output layer) to oneDNN's linear while it is active.
+(docs/results.md, "Inference", has the figures). The model code stays as it is: a
+``TorchFunctionMode`` sends each ``F.linear`` (the projections of ``MultiHeadAttention``, ``nn.Linear``
+in the feed-forward blocks and the output layer) to oneDNN's linear while it is active.
 """
 
 from __future__ import annotations

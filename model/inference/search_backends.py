@@ -102,7 +102,6 @@ class CTranslate2Search:
         pieces = [tokenizer.src.id_to_token(i) for i in range(tokenizer.src_vocab_size)]
         return cls(folder, pieces, tokenizer.eos_id, model.max_len, device, compute_type)
 
-
     def _translate(self, sources: list[list[int]], config: SearchConfig, limit: int, whole_beam: bool = False):
         return self.engine.translate_batch(
             [[self.pieces[i] for i in source] for source in sources], beam_size=config.beam_size,

@@ -34,7 +34,6 @@ from model.transformer import Seq2SeqTransformer
 from model.views import SentenceView
 
 
-
 def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float,
                         real: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
     """Mean label-smoothed cross-entropy; also the plain NLL (for perplexity) and accuracy.
