@@ -60,21 +60,41 @@ def test_every_preset_instantiates(overrides, tmp_path):
         assert type(trainer.strategy).__name__ == "DDPStrategy"
 
 
-@pytest.mark.slow
-def test_unknown_key_fails_with_hydras_error(tmp_path):
+class Payload:
+    """What a malicious checkpoint carries: code that runs when it is unpickled."""
+
+    def __reduce__(self):
+        return (print, ("this must never run",))
+
+
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory, data_cache) -> dict[str, tuple[str, str, int]]:
+    """``python train.py`` with what it must refuse in one line, launched together (each is mostly its imports):
+    name -> (stdout, stderr, exit code)."""
+    folder = tmp_path_factory.mktemp("refusals")
+    torch.save({"state_dict": {}, "global_step": 1, "payload": Payload()}, folder / "evil.ckpt")
+    (folder / "spa-eng.zip").write_bytes(b"PK\x03\x04" + b"\x00" * 100)  # a truncated zip
+    smoke = ["experiment=smoke", f"data.cache_dir={data_cache}"]
+    commands = {"bad_value": ["model.num_heads=3"], "typo": ["experiment=nope"],
+                "unpickling": [*smoke, f"ckpt_path={folder / 'evil.ckpt'}"],
+                "corpus": [*smoke, f"data.corpus_path={folder / 'spa-eng.zip'}"]}
+    launched = {name: subprocess.Popen([sys.executable, "train.py", *args, f"hydra.run.dir={folder / name}"], cwd=ROOT,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for name, args in commands.items()}
+    return {name: (*process.communicate(timeout=300), process.returncode) for name, process in launched.items()}
+
+
+def test_unknown_key_fails_with_hydras_error(refusals):
     with pytest.raises(ConfigCompositionException, match="optim.lerning_rate"):  # Hydra's own error, as on
         compose_train("optim.lerning_rate=0.1")  # the command line
     # A value that cannot work: one line from train.py, no traceback (Hydra's log goes to the run folder); a
-    # typo in a config group's option: one line naming the choices, before anything starts. Both at once.
-    bad_value, typo = (subprocess.Popen([os.sys.executable, "train.py", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.PIPE, text=True)
-                       for args in (["model.num_heads=3", f"hydra.run.dir={tmp_path / 'run'}"], ["experiment=nope"]))
-    stderr = bad_value.communicate(timeout=120)[1]
-    assert bad_value.returncode == 1 and "Traceback" not in stderr
+    # typo in a config group's option: one line naming the choices, before anything starts.
+    _, stderr, code = refusals["bad_value"]
+    assert code == 1 and "Traceback" not in stderr
     assert stderr.strip().splitlines()[-1].startswith("train.py: bad settings: model.d_model=256 is not")
-    stderr = typo.communicate(timeout=120)[1]
-    assert typo.returncode == 1 and stderr == ("train.py: experiment=nope: no such option in "
-                                               "configs/experiment/ (choices: ablation, cpu, gpu, smoke)\n")
+    _, stderr, code = refusals["typo"]
+    assert code == 1 and stderr == ("train.py: experiment=nope: no such option in "
+                                    "configs/experiment/ (choices: ablation, cpu, gpu, smoke)\n")
     from model.training.settings import check_group_choices
 
     check_group_choices(["-m", "experiment=smoke,ablation", "+ablation=post_norm", "hydra.run.dir=x", "seed=3"], CONFIGS)
@@ -274,28 +294,22 @@ def test_bad_settings_are_refused_before_any_work(tmp_path, data_cache, override
     assert not (tmp_path / "run").exists()  # nothing built or written
 
 
-def test_a_checkpoint_that_needs_unpickling_is_refused_in_one_line(tmp_path, data_cache):
-    class Payload:
-        def __reduce__(self):
-            return (print, ("this must never run",))
-
+def test_a_checkpoint_that_needs_unpickling_is_refused_in_one_line(tmp_path, data_cache, refusals):
     evil = tmp_path / "evil.ckpt"
     torch.save({"state_dict": {}, "global_step": 1, "payload": Payload()}, evil)
     with pytest.raises(SettingsError, match=r"ckpt_path: .*evil\.ckpt: not a loadable checkpoint"):
         train_in_process(tmp_path / "run", data_cache, f"ckpt_path={evil}")
     assert not (tmp_path / "run").exists()  # refused before any work
-    result = run_train(tmp_path / "run", data_cache, f"ckpt_path={evil}", check=False)
-    assert result.returncode == 1 and result.stderr.strip().count("\n") == 0, result.stderr
-    assert "this must never run" not in result.stdout + result.stderr
+    stdout, stderr, code = refusals["unpickling"]
+    assert code == 1 and stderr.strip().count("\n") == 0 and "evil.ckpt: not a loadable checkpoint" in stderr, stderr
+    assert "this must never run" not in stdout + stderr
 
 
-def test_a_corpus_that_cannot_be_used_is_one_line(tmp_path, data_cache):
-    truncated = tmp_path / "spa-eng.zip"
-    truncated.write_bytes(b"PK\x03\x04" + b"\x00" * 100)
-    result = run_train(tmp_path / "run", data_cache, f"data.corpus_path={truncated}", check=False)
-    last = result.stderr.strip().splitlines()[-1]  # after Lightning's "Seed set to ..."
-    assert result.returncode == 1 and last.startswith("train.py: ") and "not a readable zip" in last, result.stderr
-    assert "Traceback" not in result.stderr
+def test_a_corpus_that_cannot_be_used_is_one_line(tmp_path, data_cache, refusals):
+    _, stderr, code = refusals["corpus"]
+    last = stderr.strip().splitlines()[-1]  # after Lightning's "Seed set to ..."
+    assert code == 1 and last.startswith("train.py: ") and "not a readable zip" in last, stderr
+    assert "Traceback" not in stderr
     from data.corpus import CorpusNotFoundError  # a missing file: the same path to main's one line
 
     with pytest.raises(CorpusNotFoundError, match="missing.zip does not exist"):
