@@ -15,6 +15,7 @@ from model.transformer import Seq2SeqTransformer
 
 ROOT = Path(__file__).resolve().parents[1]
 PAD, BOS, EOS = 0, 1, 2  # the special ids of this project's tokenizers
+NO_VIEWS = "callbacks.attention_views.sentences=0"  # runs that test stopping and resuming draw nothing
 
 
 def tiny_model(vocab: int = 20, seed: int = 0, **overrides) -> Seq2SeqTransformer:
@@ -49,6 +50,11 @@ def run_train(run_dir: Path, data_cache: Path, *overrides: str, check: bool = Tr
     if check:
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result
+
+
+def final_step(run_dir: Path) -> int:
+    """The step of a run's ``final.ckpt``."""
+    return torch.load(run_dir / "checkpoints" / "final.ckpt", weights_only=True)["global_step"]
 
 
 def small_corpus(folder: Path, n: int = 300) -> Path:

@@ -1,14 +1,20 @@
-"""model/training/checkpoint_io.py: atomic checkpoint writes, and a resume point that is known to load."""
+"""model/training/checkpoint_io.py: atomic checkpoint writes, and a resume point that is known to load (also
+after a kill, a move of the run folder, a truncated ``last.ckpt``)."""
 
 import errno
 import logging
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
 
 import pytest
 import torch
 
 import model.training.checkpoint_io as checkpoint_io
 from model.inference.run_folder import read_checkpoint
-from helpers import file_size_limit
+from helpers import NO_VIEWS, file_size_limit, final_step, run_train, train_in_process
 from model.training.checkpoint_io import AtomicCheckpointIO, CheckpointWriteError, resume_point
 
 
@@ -110,3 +116,48 @@ def test_a_failed_background_write_is_reported_by_the_next_save_or_the_end(tmp_p
         io.wait()
     assert read_checkpoint(target)["global_step"] == 100  # the old one, whole
     assert list(target.parent.iterdir()) == [target]
+
+
+def test_killed_run_resumes_from_last_checkpoint(tmp_path, data_cache, smoke_run):
+    run_dir = tmp_path / "killed"
+    last = run_dir / "checkpoints" / "last.ckpt"
+    args = ("logger=csv", "test=false", "trainer.max_steps=60", NO_VIEWS)
+    process = run_train(run_dir, data_cache, *args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not last.is_file() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)  # a real kill: no clean-up code runs
+    process.wait()
+    assert last.is_file() and not (run_dir / "checkpoints" / "final.ckpt").exists(), "not killed mid-way"
+    killed_at = torch.load(last, weights_only=True)["global_step"]
+    assert 0 < killed_at < 60
+    result = run_train(run_dir, data_cache, *args)  # same folder, no ckpt_path: resumes by itself
+    assert "resuming the interrupted run" in result.stderr + result.stdout
+    assert final_step(run_dir) == final_step(smoke_run) == 60
+
+
+@pytest.fixture
+def partial_run(tmp_path, data_cache) -> Path:
+    """30 of the smoke preset's 60 steps, as an interrupted run leaves its folder."""
+    run = tmp_path / "partial"
+    train_in_process(run, data_cache, "logger=csv", "test=false", "trainer.max_steps=30")
+    (run / "checkpoints" / "final.ckpt").unlink()
+    return run
+
+
+def test_a_moved_run_folder_resumes_without_version_suffixes(partial_run, tmp_path, data_cache):
+    moved = tmp_path / "moved"
+    partial_run.rename(moved)
+    train_in_process(moved, data_cache, "logger=csv", "test=false")
+    assert sorted(p.name for p in (moved / "checkpoints").glob("*.ckpt")) == ["best.ckpt", "final.ckpt", "last.ckpt"]
+    assert final_step(moved) == 60
+
+
+def test_a_truncated_last_checkpoint_is_skipped(partial_run, data_cache, caplog):
+    last = partial_run / "checkpoints" / "last.ckpt"
+    last.write_bytes(last.read_bytes()[:2000])  # a kill during a non-atomic write
+    with caplog.at_level(logging.INFO):
+        train_in_process(partial_run, data_cache, "logger=csv", "test=false")
+    assert "last.ckpt does not load" in caplog.text
+    assert f"resuming the interrupted run from {partial_run / 'checkpoints' / 'best.ckpt'}" in caplog.text
+    assert final_step(partial_run) == 60

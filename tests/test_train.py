@@ -1,9 +1,9 @@
-"""train.py and configs/: presets instantiate, a smoke run end to end, resume, DDP, determinism."""
+"""train.py and configs/: presets instantiate, a smoke run end to end, determinism, refusals in one line, one writer
+per run folder, the GPU recipe on the CPU. (Stopping and resuming: test_interrupt.py, test_checkpoint_io.py.)"""
 
 import csv
 import importlib.util
 import json
-import logging
 import os
 import shutil
 import signal
@@ -18,7 +18,8 @@ from hydra.errors import ConfigCompositionException, InstantiationException
 from hydra.utils import instantiate
 
 from data.datamodule import TranslationDataModule
-from helpers import ROOT, limit_file_size, compose_train, explorer_data, run_train, train_in_process
+from helpers import (ROOT, compose_train, explorer_data, final_step, limit_file_size, run_train,
+                     train_in_process)
 from model.search import SearchConfig
 from model.transformer import Seq2SeqTransformer
 from model.training.machine import decide_machine, settle_settings
@@ -27,7 +28,6 @@ from model.training.translation_module import TranslationModule
 from train import SettingsError
 
 CONFIGS = ROOT / "configs"
-NO_VIEWS = "callbacks.attention_views.sentences=0"  # runs that test stopping and resuming draw nothing
 PRESETS = [[], ["experiment=smoke"], ["experiment=gpu"], ["experiment=cpu"], ["trainer=ddp"], ["logger=csv"],
            ["logger=tensorboard"], ["data=opus_books"]]
 
@@ -110,10 +110,6 @@ def read_losses(run_dir: Path) -> list[float]:
         return [float(row["train/loss"]) for row in csv.DictReader(f) if row.get("train/loss")]
 
 
-def final_step(run_dir: Path) -> int:
-    return torch.load(run_dir / "checkpoints" / "final.ckpt", weights_only=True)["global_step"]
-
-
 def test_smoke_run_end_to_end(smoke_run):
     losses = read_losses(smoke_run)
     assert losses[-1] < losses[0]
@@ -157,52 +153,6 @@ def test_same_seed_same_losses(smoke_run, tmp_path, data_cache):
     assert final_step(tmp_path / "again") == 60
 
 
-def test_killed_run_resumes_from_last_checkpoint(tmp_path, data_cache, smoke_run):
-    run_dir = tmp_path / "killed"
-    last = run_dir / "checkpoints" / "last.ckpt"
-    args = ("logger=csv", "test=false", "trainer.max_steps=60", NO_VIEWS)
-    process = run_train(run_dir, data_cache, *args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while not last.is_file() and process.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    os.kill(process.pid, signal.SIGKILL)  # a real kill: no clean-up code runs
-    process.wait()
-    assert last.is_file() and not (run_dir / "checkpoints" / "final.ckpt").exists(), "not killed mid-way"
-    killed_at = torch.load(last, weights_only=True)["global_step"]
-    assert 0 < killed_at < 60
-    result = run_train(run_dir, data_cache, *args)  # same folder, no ckpt_path: resumes by itself
-    assert "resuming the interrupted run" in result.stderr + result.stdout
-    assert final_step(run_dir) == final_step(smoke_run) == 60
-
-
-# SIGTERM with checkpoints written in the background (the GPU's way): the run waits for the write.
-@pytest.mark.parametrize("signum, code, asynchronous", [(signal.SIGINT, 130, False), (signal.SIGTERM, 143, True)])
-def test_a_signal_saves_the_step_and_the_same_command_resumes(tmp_path, data_cache, signum, code, asynchronous):
-    run_dir = tmp_path / "signalled"
-    last = run_dir / "checkpoints" / "last.ckpt"
-    args = ("logger=csv", "test=false", "trainer.max_steps=100", f"checkpoints.asynchronous={asynchronous}", NO_VIEWS)
-    # A background job of a non-interactive shell inherits SIGINT ignored: give the child the default.
-    process = run_train(run_dir, data_cache, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.time() + 300
-    while not last.is_file() and process.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    process.send_signal(signum)
-    _, stderr = process.communicate(timeout=300)
-    assert process.returncode == code, stderr[-3000:]
-    saved_at = torch.load(last, weights_only=True)["global_step"]
-    assert 10 <= saved_at < 100 and not (run_dir / "checkpoints" / "final.ckpt").exists()
-    last_line = stderr.strip().splitlines()[-1]
-    assert last_line == (f"train.py: stopped by {signal.Signals(signum).name} at step {saved_at}; saved {last}: "
-                         f"run the same command to resume from it")
-    assert "Traceback" not in stderr
-    if not asynchronous:  # resuming is the same whichever signal stopped the run: once is enough
-        return
-    result = run_train(run_dir, data_cache, *args)  # the same command: resumes from that step, quietly
-    assert "not resumable" not in result.stdout + result.stderr and "resuming the interrupted run" in result.stdout
-    assert saved_at < final_step(run_dir) <= 100  # it went on from there (early stopping may end it sooner)
-
-
 def test_one_run_folder_one_writer(tmp_path, data_cache):
     from model.training.settings import lock_run_folder
 
@@ -222,58 +172,6 @@ def test_one_run_folder_one_writer(tmp_path, data_cache):
     lock = lock_run_folder(run_dir)
     assert lock is not None and lock.is_locked and owner.read_text() == str(os.getpid())
     lock.release()
-
-
-def ddp_counts(counts: Path, steps: int) -> list[dict]:
-    """Each rank's training steps with the collectives called in them (``tests/count_collectives.py``), checked
-    alike for both ranks: ``steps`` each (they stopped together), none called outside a logging step but by the
-    last (the stop, decided together), rank 0's clock broadcast at every logging step. Returns the quiet steps."""
-    ranks = [json.loads((counts / f"rank{rank}.json").read_text()) for rank in (0, 1)]
-    assert len(ranks[0]) == len(ranks[1]) == steps
-    quiet = []
-    for records in ranks:
-        *running, last = records
-        quiet += [step for step in running if not step["logging"]]
-        assert all("broadcast_object_list" in step["calls"] for step in running if step["logging"])  # the clock
-    assert [step for step in quiet if step["calls"]] == []
-    return quiet
-
-
-def test_ddp_steps_call_no_collective_off_logging_steps_sigterm_saves_once_and_the_run_resumes_to_max_time(
-        tmp_path, data_cache):
-    # Two gloo processes on the CPU, every torch.distributed collective counted per training step in each. The
-    # first launch is stopped by SIGTERM to both ranks; the same command resumes it, and it stops at
-    # trainer.max_time (6 s of training in all, decided at logging steps only).
-    run_dir = tmp_path / "ddp"
-    last = run_dir / "checkpoints" / "last.ckpt"
-    command = [sys.executable, str(ROOT / "tests" / "count_collectives.py"), "experiment=smoke",
-               f"hydra.run.dir={run_dir}", f"data.cache_dir={data_cache}", "trainer=ddp", "trainer.accelerator=cpu",
-               "trainer.devices=2", "logger=csv", "test=false", "trainer.max_steps=-1", "trainer.max_time=00:00:00:06",
-               "callbacks.early_stopping=null", NO_VIEWS]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True,  # its own process group, as a scheduler's job has
-                               env=os.environ | {"COLLECTIVES_DIR": str(tmp_path / "signalled")})
-    deadline = time.time() + 300
-    while not last.is_file() and process.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    ranks = [int(pid) for pid in Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()]
-    assert len(ranks) == 1  # rank 1, launched by rank 0
-    os.killpg(process.pid, signal.SIGTERM)  # both ranks at once, as Slurm or systemd stop a job
-    _, stderr = process.communicate(timeout=300)
-    assert process.returncode == 143 and "Traceback" not in stderr, stderr[-3000:]
-    saved_at = torch.load(last, weights_only=True)["global_step"]
-    assert saved_at >= 10 and not (run_dir / "checkpoints" / "final.ckpt").exists()
-    assert stderr.count("train.py: stopped by SIGTERM") == 1  # one rank says it, for both
-    assert stderr.strip().splitlines()[-1] == (f"train.py: stopped by SIGTERM at step {saved_at}; saved {last}: "
-                                               f"run the same command to resume from it")
-    quiet = ddp_counts(tmp_path / "signalled", saved_at)
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600,
-                            env=os.environ | {"COLLECTIVES_DIR": str(tmp_path / "resumed")})  # the same command
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "resuming the interrupted run" in result.stdout + result.stderr
-    quiet += ddp_counts(tmp_path / "resumed", final_step(run_dir) - saved_at)  # until max_time, both ranks
-    assert len(quiet) > 10 and "00:00:00:06" in (run_dir / "config.yaml").read_text()
-    assert not list(last.parent.glob(".*partial"))
 
 
 @pytest.mark.parametrize("override, message", [
@@ -339,33 +237,6 @@ def test_a_run_folder_keeps_its_settings(smoke_run, tmp_path, data_cache):
         with pytest.raises(SettingsError, match=f"holds a run with other settings.*{named}"):
             train_in_process(run, data_cache, override)
     assert {name: (run / name).read_bytes() for name in before} == before  # nothing overwritten
-
-
-@pytest.fixture
-def partial_run(tmp_path, data_cache) -> Path:
-    """30 of the smoke preset's 60 steps, as an interrupted run leaves its folder."""
-    run = tmp_path / "partial"
-    train_in_process(run, data_cache, "logger=csv", "test=false", "trainer.max_steps=30")
-    (run / "checkpoints" / "final.ckpt").unlink()
-    return run
-
-
-def test_a_moved_run_folder_resumes_without_version_suffixes(partial_run, tmp_path, data_cache):
-    moved = tmp_path / "moved"
-    partial_run.rename(moved)
-    train_in_process(moved, data_cache, "logger=csv", "test=false")
-    assert sorted(p.name for p in (moved / "checkpoints").glob("*.ckpt")) == ["best.ckpt", "final.ckpt", "last.ckpt"]
-    assert final_step(moved) == 60
-
-
-def test_a_truncated_last_checkpoint_is_skipped(partial_run, data_cache, caplog):
-    last = partial_run / "checkpoints" / "last.ckpt"
-    last.write_bytes(last.read_bytes()[:2000])  # a kill during a non-atomic write
-    with caplog.at_level(logging.INFO):
-        train_in_process(partial_run, data_cache, "logger=csv", "test=false")
-    assert "last.ckpt does not load" in caplog.text
-    assert f"resuming the interrupted run from {partial_run / 'checkpoints' / 'best.ckpt'}" in caplog.text
-    assert final_step(partial_run) == 60
 
 
 def test_a_non_finite_loss_stops_the_run_without_final_weights(tmp_path, data_cache, monkeypatch):
