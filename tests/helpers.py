@@ -75,6 +75,11 @@ def small_datamodule(folder: Path):
     return datamodule
 
 
+def small_model(datamodule) -> Seq2SeqTransformer:
+    """``tiny_model`` for ``small_datamodule``'s vocabulary, one layer each side, two heads."""
+    return tiny_model(datamodule.src_vocab_size, num_heads=2, num_encoder_layers=1, num_decoder_layers=1)
+
+
 def explorer_data(page: Path) -> dict:
     """The JSON an explorer page embeds (``model/views/explorer.py``), parsed back."""
     import json
@@ -164,3 +169,9 @@ def limit_file_size(max_bytes: int):
         resource.setrlimit(resource.RLIMIT_FSIZE, (max_bytes, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
         signal.signal(signal.SIGINT, signal.SIG_DFL)
     return limit
+
+
+def resident_kib(pid: int) -> int:
+    """A process's resident memory, KiB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))

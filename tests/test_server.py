@@ -1,21 +1,16 @@
 """serving/server.py: the JSON API in-process (FastAPI's test client), requests batched together,
-and a real server on a local port that Ctrl-C stops cleanly."""
+and a real server on a local port that Ctrl-C stops cleanly. (Its promises with a slow model: test_server_load.py.)"""
 
-import json
-import os
-import select
-import signal
 import socket
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
-from helpers import ROOT, call, explorer_data, post, serving
+from helpers import ROOT, explorer_data, post, resident_kib, serving
 from model.inference.translator import Translator
 from model.search import SearchConfig
 from serving.limits import Limits
@@ -173,11 +168,6 @@ def test_the_server_searches_with_ctranslate2_when_asked(smoke_run, translator):
     assert ended[0] in (0, 130) and (smoke_run / "ctranslate2" / "model.bin").is_file()
 
 
-def resident_kib(pid: int) -> int:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")))
-
-
 def test_the_page_in_a_real_browser(browser, smoke_run, tmp_path):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions
@@ -234,99 +224,3 @@ def test_the_limits_help_names_are_the_servers_defaults():
         assert line.rstrip().endswith(f"[{value:.12g}]"), line
     with pytest.raises(ValueError, match="serve.max_work=100 is above serve.queue_work=50"):
         Limits(max_work=100, queue_work=50)
-
-
-LONG = {"lines": [("Tom said that Mary thought that John knew that " * 40)[:2000]] * 64, "beam_size": 64}
-
-
-@pytest.fixture(scope="module")
-def batch(slow_run) -> float:
-    """Seconds of one model batch of LONG (one line: its work is more than serve.batch_time's) on this machine, now,
-    under whatever else it runs: the unit of the server's promises below (the second of two runs)."""
-    translator, config = Translator.load(slow_run), SearchConfig(beam_size=LONG["beam_size"])
-    translator.translate(LONG["lines"][:1], config)
-    start = time.monotonic()
-    translator.translate(LONG["lines"][:1], config)
-    return time.monotonic() - start
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def idle_within(pid: int, seconds: float, window: float) -> bool:
-    """Whether the process uses under a third of a core over some ``window`` seconds, within ``seconds``
-    (a busy loop beside it does not count: this is the process's own CPU time)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        busy = cpu_seconds(pid)
-        time.sleep(window)
-        if cpu_seconds(pid) - busy < window / 3:
-            return True
-    return False
-
-
-def test_short_requests_pass_long_work_and_a_client_that_leaves_frees_its_work(slow_run, batch):
-    with serving(slow_run, "serve.max_work=1000000", "serve.queue_work=2000000") as (port, ended, process):
-        body = json.dumps(LONG).encode()
-        leaving = socket.create_connection(("127.0.0.1", port))
-        leaving.sendall(f"POST /translate HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
-                        f"Content-Length: {len(body)}\r\n\r\n".encode() + body)  # 64 batches of work
-        time.sleep(max(1.0, 2 * batch))
-        assert post(port, {"lines": ["I like cats."]}, timeout=30 + 10 * batch)["translations"][0]
-        # Its turn came while the long work goes on (~64 batches; a time bound would depend on the CPU's load).
-        done = select.select([leaving], [], [], 0)[0] and leaving.recv(12, socket.MSG_PEEK) == b"HTTP/1.1 200"
-        assert not done, "the short request waited for the long one"
-        leaving.close()  # the client leaves: its remaining ~60 batches are dropped, the running one ends
-        assert idle_within(process.pid, 10 * batch + 5, max(1.0, batch))  # idle long before 60 batches
-    assert ended[0] == 130 and b"Traceback" not in ended[2], ended[2].decode()
-
-
-def test_a_request_past_its_deadline_gets_504_and_its_work_is_dropped(slow_run, batch):
-    with serving(slow_run, "serve.max_work=1000000", "serve.queue_work=2000000", "serve.deadline=1") as (
-            port, ended, process):
-        start = time.monotonic()
-        status, _, body = call(port, "POST", "/translate", LONG, timeout=30 + 10 * batch)  # 64 batches of work
-        assert status == 504 and "serve.deadline=1 s" in json.loads(body)["error"]
-        assert time.monotonic() - start < 2 + batch  # answered at the deadline, not when the work would end
-        assert idle_within(process.pid, 10 * batch + 5, max(1.0, batch))  # the rest of its lines dropped
-    assert ended[0] == 130
-
-
-def test_a_flood_over_the_queue_bound_gets_503_and_every_client_an_answer(slow_run, batch):
-    request = {"lines": [f"Sentence number {i} is not short at all, my friend." for i in range(16)], "beam_size": 5}
-    deadline = f"serve.deadline={3 + 4 * batch:.1f}"  # some flooders wait past it; a lone request never does
-    with serving(slow_run, "serve.queue_work=20000", deadline) as (port, ended, process):
-        with ThreadPoolExecutor(16) as pool:
-            list(pool.map(lambda _: call(port, "POST", "/translate", request), range(4)))  # warm
-            memory = resident_kib(process.pid)
-            answers = list(pool.map(lambda _: call(port, "POST", "/translate", request, timeout=60), range(48)))
-        statuses = {status for status, _, _ in answers}
-        assert statuses <= {200, 503, 504} and 503 in statuses, statuses  # every client an answer or a status
-        busy = [headers for status, headers, _ in answers if status == 503]
-        assert all(int(headers["retry-after"]) >= 1 for headers in busy)
-        assert all("\n" not in json.loads(body)["error"] for status, _, body in answers if status != 200)
-        assert post(port, {"lines": ["I like cats."]}, timeout=30 + 10 * batch)["translations"][0]  # within its deadline
-        assert resident_kib(process.pid) < 1.25 * memory
-    assert ended[0] == 130
-
-
-@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-def test_a_signal_while_a_batch_runs_stops_within_two_seconds(slow_run, signum, code, batch):
-    with serving(slow_run, "serve.max_work=1000000", "serve.queue_work=2000000") as (port, ended, process):
-        with ThreadPoolExecutor(1) as pool:
-            waiting = pool.submit(call, port, "POST", "/translate", LONG, None, 30)
-            time.sleep(1.5)
-            start = time.monotonic()
-            process.send_signal(signum)
-            process.wait(timeout=10)
-            stopped = time.monotonic() - start
-            try:
-                status = waiting.result(timeout=10)[0]
-            except OSError:  # the connection closed with the server
-                status = None
-    assert ended[0] == code and stopped < max(2.0, 2 * batch), (ended[0], stopped)
-    assert b"Traceback" not in ended[2] and b"stopped serving" in ended[1], ended[2].decode()
-    assert status in (503, None)

@@ -1,6 +1,7 @@
 """model/training/translation_module.py: the loss, the injected optimizer and schedule, gradient
-clipping in bf16, validation BLEU through the one search entry point, and the sentences it hands
-to the attention views."""
+clipping in bf16, validation BLEU through the one search entry point, the sentences it hands
+to the attention views, and no read of the device off logging steps. (Its non-finite guard:
+test_non_finite.py; time to quality and the test report: test_quality.py.)"""
 
 import os
 import sys
@@ -12,8 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from data.datamodule import TranslationDataModule
-from helpers import small_datamodule, tiny_model
+from helpers import small_datamodule, small_model
 from model.search import SearchConfig, search, sentence_attention
 from model.training.budget import TrainingBudget
 from model.training.metrics import corpus_scores
@@ -38,10 +38,6 @@ def test_label_smoothed_loss_equals_torch_cross_entropy():
 @pytest.fixture(scope="module")
 def datamodule(tmp_path_factory):
     return small_datamodule(tmp_path_factory.mktemp("data"))
-
-
-def small_model(datamodule: TranslationDataModule):
-    return tiny_model(datamodule.src_vocab_size, num_heads=2, num_encoder_layers=1, num_decoder_layers=1)
 
 
 class LearningRates(L.Callback):
@@ -188,39 +184,6 @@ def test_sentence_views_are_the_readable_validation_sentences_as_translated_now(
         assert (view.src_tokens, view.output_tokens) == (tok.src_tokens(expected.src_ids), tok.tgt_tokens(output_ids))
 
 
-def test_the_first_time_validation_bleu_reaches_a_mark_is_kept(datamodule, tmp_path, monkeypatch, caplog):
-    import json
-
-    from model.training.quality import QualityMarks
-    from model.training.test_report import TestReport
-
-    module = TranslationModule(small_model(datamodule), lambda params: torch.optim.AdamW(params, lr=1e-2),
-                               inverse_sqrt_schedule(4), SearchConfig(beam_size=1, max_len_a=1.0, max_len_b=3),
-                               val_bleu_samples=10)
-    marks = QualityMarks(marks=(0, 1000))  # 0: reached at the first validation
-    trainer = L.Trainer(max_steps=6, val_check_interval=3, check_val_every_n_epoch=None, logger=False,
-                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                        default_root_dir=str(tmp_path), callbacks=[marks])
-    with caplog.at_level("INFO", logger="model.training.quality"):
-        trainer.fit(module, datamodule=datamodule)
-    assert float(trainer.callback_metrics["val/minutes"]) > 0  # beside val/bleu at every validation
-    step, minutes = marks.reached["0"]
-    assert step == 3 and 0 < minutes < 10 and "1000" not in marks.reached  # the first crossing, not the last
-    assert "validation BLEU reached 0 at step 3" in caplog.text
-    resumed = QualityMarks()  # a resumed run still knows, from its checkpoint (or one saved before this callback)
-    resumed.load_state_dict(marks.state_dict())
-    assert resumed.reached == marks.reached
-    resumed.on_load_checkpoint(trainer, module, {"quality_marks_reached": {"30": [7, 1.5]}})
-    assert resumed.reached == {"30": [7, 1.5]}
-    trainer.callbacks.append(TestReport())  # the callback writes what the module scored
-    trainer.test(module, datamodule=datamodule)
-    written = json.loads((tmp_path / "test_metrics.json").read_text())
-    assert written["validation_bleu_reached"]["0"]["step"] == 3
-    assert {"person", "number, 7 digits", "phone"} <= set(written["copied"])  # the copy check, every kind
-    assert all(0 <= share <= 1 for share in written["copied"].values())
-    assert (tmp_path / "test_translations.tsv").read_text().count("\n") == len(module.test_result[0])
-
-
 class HostReads(L.Callback):
     """Counts every tensor-to-Python conversion (``item``, ``tolist``, ``bool()``, ``float()``, ``int()``)
     by the training step it happens in: on a GPU each of them waits for the device. The sampler's
@@ -283,66 +246,6 @@ def test_no_training_step_reads_the_device_outside_logging_steps(datamodule, tmp
     logging_steps = {4, 9}  # Lightning logs after the 5th and 10th update (and checkpoints there)
     assert reads.by_step and set(reads.by_step) <= logging_steps, reads.by_step
     assert module.progress_metrics["loss"] > 0  # the bar shows the loss read at the last logging step
-
-
-def test_a_non_finite_loss_applies_no_update_and_stops_at_the_next_check(datamodule, tmp_path, monkeypatch):
-    import model.training.translation_module as translation_module
-    from model.training.non_finite import NonFiniteLossError
-
-    real, calls = translation_module.label_smoothed_loss, []
-
-    def poisoned(logits, target, smoothing):  # the 3rd training batch's loss is NaN
-        loss, nll, accuracy = real(logits, target, smoothing)
-        calls.append(1)
-        return (loss * float("nan") if len(calls) == 3 else loss), nll, accuracy
-
-    monkeypatch.setattr(translation_module, "label_smoothed_loss", poisoned)
-    module = TranslationModule(small_model(datamodule), lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True),
-                               budget_schedule(warmup_steps=3), val_bleu_samples=4)
-
-    class Weights(L.Callback):
-        def on_train_batch_end(self, trainer, pl_module, *args) -> None:
-            if trainer.global_step == 2:  # before the poisoned step
-                self.before = [p.detach().clone() for p in pl_module.parameters()]
-            if trainer.global_step == 3:  # after it: the fused AdamW skipped the update
-                self.after = [p.detach().clone() for p in pl_module.parameters()]
-
-    weights = Weights()
-    trainer = L.Trainer(max_steps=20, limit_val_batches=0, log_every_n_steps=5, logger=False, callbacks=[weights],
-                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                        default_root_dir=str(tmp_path))
-    with pytest.raises(NonFiniteLossError, match=r"the training loss is nan at step 2$"):
-        trainer.fit(module, datamodule=datamodule)
-    assert trainer.global_step == 4  # stopped at the next logging step (the 5th batch), before its update
-    assert all(torch.equal(a, b) for a, b in zip(weights.before, weights.after))
-    assert all(torch.isfinite(p).all() for p in module.parameters())
-
-
-@pytest.mark.parametrize("clip", [1.0, None])
-def test_an_infinite_gradient_with_a_finite_loss_skips_the_update_and_training_goes_on(datamodule, tmp_path, clip):
-    module = TranslationModule(small_model(datamodule), lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True),
-                               budget_schedule(warmup_steps=3), val_bleu_samples=4)
-
-    class InfiniteGradient(L.Callback):
-        """Step 2's gradient gets one inf (its loss stays finite); the weights around it are kept."""
-
-        def on_before_optimizer_step(self, trainer, pl_module, optimizer) -> None:
-            if trainer.global_step == 2:
-                self.before = [p.detach().clone() for p in pl_module.parameters()]
-                next(pl_module.parameters()).grad.view(-1)[0] = float("inf")
-
-        def on_train_batch_end(self, trainer, pl_module, *args) -> None:
-            if trainer.global_step == 3:
-                self.after = [p.detach().clone() for p in pl_module.parameters()]
-
-    spy = InfiniteGradient()
-    trainer = L.Trainer(max_steps=8, limit_val_batches=0, log_every_n_steps=5, logger=False, callbacks=[spy],
-                        gradient_clip_val=clip, enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False, default_root_dir=str(tmp_path))
-    trainer.fit(module, datamodule=datamodule)  # no error: the loss never was non-finite
-    assert trainer.global_step == 8 and module.non_finite.skipped.item() == 1
-    assert all(torch.equal(a, b) for a, b in zip(spy.before, spy.after))  # step 2 changed nothing
-    assert all(torch.isfinite(p).all() for p in module.parameters())
 
 
 def test_bleu_at_every_second_validation_and_the_loss_at_every_one(datamodule, tmp_path, monkeypatch):
