@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from serving.limits import Limits, option, options_help
+from cli_options import option, options_help
+from serving.limits import Limits
 
 if TYPE_CHECKING:  # torch and the model load after the arguments are checked
     from model.inference.translator import Translator

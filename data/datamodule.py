@@ -60,7 +60,7 @@ def data_problems(settings: Mapping, prefix: str = "") -> list[str]:
         problems.append(f"{prefix}max_tokens={settings.get('max_tokens', 4096)} cannot hold one pair of "
                         f"{prefix}max_sentence_len={settings.get('max_sentence_len', 128)} tokens")
     on_device = settings.get("on_device", False)
-    if on_device not in (True, False):  # configs' "auto" is settled by train.py (model/training/machine.py)
+    if on_device not in (True, False):  # configs' "auto" is settled by the run machinery (runtime/machine.py)
         problems.append(f"{prefix}on_device={on_device!r} must be true or false")
     return problems
 

@@ -3,7 +3,7 @@
 Plain ``nn.Module``s and functions, tensors in and tensors out: no Lightning, Hydra, files or
 tokenizers at this level. Around it, one subpackage each:
 
-- ``model.training``: the LightningModule, learning-rate schedule, checkpoint I/O, precision probe, metrics;
+- ``model.training``: the LightningModule, learning-rate schedule, metrics, quality marks, test report;
 - ``model.views``: attention pictures, the explorer page, attention statistics and the callback writing them;
 - ``model.inference``: reading a run folder safely and translating with it (no Lightning).
 """

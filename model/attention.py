@@ -158,6 +158,13 @@ class KVCache:
             self.value = self.value.index_select(0, batch_index)
 
 
+def head_size(d_model: int, num_heads: int) -> int:
+    """d_head when ``d_model`` is split over ``num_heads`` heads; ValueError when it does not divide."""
+    if d_model % num_heads:
+        raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+    return d_model // num_heads
+
+
 class MultiHeadAttention(nn.Module):
     """Several heads, each with its own W_Q, W_K, W_V, run together in one batched call.
 
@@ -171,10 +178,7 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, num_heads: int, d_head: int | None = None, out_proj: bool = True,
                  dropout: float = 0.0, bias: bool = False) -> None:
         super().__init__()
-        if d_head is None:
-            if d_model % num_heads:
-                raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
-            d_head = d_model // num_heads
+        d_head = head_size(d_model, num_heads) if d_head is None else d_head
         self.d_model, self.num_heads, self.d_head = d_model, num_heads, d_head
         self.dropout = dropout
         self.fused = True  # False forces the explicit path everywhere (for checks)

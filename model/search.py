@@ -61,14 +61,14 @@ class SentenceAttention:
     maps: AttentionMaps  # per layer (heads, query_len, key_len)
 
 
-# Asked at every step of a search, when given: which source rows are still wanted (B,). A row no longer
-# wanted ends there (a server's request whose client left): its output is cut, the others are unchanged.
-Wanted = Callable[[], list[bool]]
+# Asked at every step of a search, when given: which source rows to keep searching (B,). A row not kept
+# ends there: its output is cut, the others are unchanged.
+KeepRows = Callable[[], list[bool]]
 
 
 @torch.no_grad()
 def search(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
-           config: SearchConfig = SearchConfig(), wanted: Wanted | None = None) -> list[list[int]]:
+           config: SearchConfig = SearchConfig(), keep_rows: KeepRows | None = None) -> list[list[int]]:
     """Translate a right-padded batch src (B, S) by greedy or beam search.
 
     Returns per source row the output ids as produced: up to and including the EOS when the
@@ -79,17 +79,17 @@ def search(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
     if src.size(0) > part:
         return [ids for start in range(0, src.size(0), part)
                 for ids in search(model, src[start : start + part], bos_id, eos_id, config,
-                                  wanted and (lambda start=start: wanted()[start : start + part]))]
+                                  keep_rows and (lambda start=start: keep_rows()[start : start + part]))]
     if config.beam_size == 1:
-        tokens = greedy_decode(model, src, bos_id, eos_id, config, wanted=wanted)
+        tokens = greedy_decode(model, src, bos_id, eos_id, config, keep_rows=keep_rows)
     else:  # the best alone: sentences end once it is decided
-        tokens, _ = beam_search(model, src, bos_id, eos_id, config, wanted)
+        tokens, _ = beam_search(model, src, bos_id, eos_id, config, keep_rows)
     return produced_ids(tokens, eos_id, model.pad_id)
 
 
-def unwanted(wanted: Wanted | None, device: torch.device) -> Tensor | bool:
-    """(B,) True for the source rows no longer wanted (False when nobody asks)."""
-    return False if wanted is None else ~torch.tensor(wanted(), dtype=torch.bool, device=device)
+def dropped_rows(keep_rows: KeepRows | None, device: torch.device) -> Tensor | bool:
+    """(B,) True for the source rows not kept (False when nobody asks)."""
+    return False if keep_rows is None else ~torch.tensor(keep_rows(), dtype=torch.bool, device=device)
 
 
 @torch.no_grad()
@@ -119,7 +119,7 @@ def output_limits(src: Tensor, pad_id: int, config: SearchConfig, limit: int) ->
 @torch.no_grad()
 def greedy_decode(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
                   config: SearchConfig = SearchConfig(), use_cache: bool = True,
-                  wanted: Wanted | None = None) -> Tensor:
+                  keep_rows: KeepRows | None = None) -> Tensor:
     """src (B, S) -> tokens (B, T) without BOS, ending at EOS, then padded with ``pad_id``.
 
     Only ``config``'s length limits apply; ``use_cache=False`` re-runs the whole prefix each step.
@@ -136,7 +136,7 @@ def greedy_decode(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: i
         next_token = logits.argmax(dim=-1).masked_fill(finished, pad_id)
         tokens = torch.cat([tokens, next_token[:, None]], dim=1)
         finished |= (next_token == eos_id) | (limits <= step + 1)  # ended, or at its own length limit
-        finished |= unwanted(wanted, src.device)
+        finished |= dropped_rows(keep_rows, src.device)
         if finished.all():
             break
     return tokens[:, 1:]
@@ -154,17 +154,17 @@ def beam_search(
     bos_id: int,
     eos_id: int,
     config: SearchConfig = SearchConfig(),
-    wanted: Wanted | None = None,
+    keep_rows: KeepRows | None = None,
 ) -> tuple[Tensor, Tensor]:
     """src (B, S) -> best tokens (B, T) (as ``greedy_decode``) and their normalized scores (B,)."""
-    tokens, scores = beam_hypotheses(model, src, bos_id, eos_id, config, best_only=True, wanted=wanted)
+    tokens, scores = beam_hypotheses(model, src, bos_id, eos_id, config, best_only=True, keep_rows=keep_rows)
     return tokens[:, 0], scores[:, 0]
 
 
 @torch.no_grad()
 def beam_hypotheses(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
                     config: SearchConfig = SearchConfig(), best_only: bool = False,
-                    wanted: Wanted | None = None) -> tuple[Tensor, Tensor]:
+                    keep_rows: KeepRows | None = None) -> tuple[Tensor, Tensor]:
     """src (B, S) -> all ``beam_size`` hypotheses (B, k, T), best first, and their normalized scores (B, k).
 
     Finished hypotheses stay in the beam, frozen: they can only extend with padding at no
@@ -211,8 +211,8 @@ def beam_hypotheses(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id:
         done = finished.view(searched, k).all(dim=1)  # (B,): sentences whose k hypotheses all ended
         if best_only:
             done |= decided(scores, finished.view(searched, k), lengths.view(searched, k), limits, config.length_penalty)
-        if wanted is not None:
-            done |= unwanted(wanted, device)[sentence]  # its rows leave with the ended ones
+        if keep_rows is not None:
+            done |= dropped_rows(keep_rows, device)[sentence]  # its rows leave with the ended ones
         if not done.any():
             continue
         ended.append((sentence[done], tokens.view(searched, k, -1)[done], scores[done], lengths.view(searched, k)[done]))

@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 from torch import Tensor
 
-from model.attention import KVCache
+from model.attention import KVCache, head_size
 from model.embeddings import Embeddings
 from model.layers import DecoderLayer, EncoderLayer
 
@@ -74,9 +74,11 @@ def shape_problems(settings: Mapping, prefix: str = "") -> list[str]:
         if (dropout is not None or key == "dropout") and (isinstance(dropout, bool) or not isinstance(
                 dropout, (int, float)) or not 0 <= dropout < 1):
             problems.append(f"{prefix}{key}={dropout!r} must be in [0, 1)" + (", or null" if key != "dropout" else ""))
-    if not problems and settings.get("d_model", 256) % settings.get("num_heads", 4):
-        problems.append(f"{prefix}d_model={settings.get('d_model', 256)} is not divisible by "
-                        f"{prefix}num_heads={settings.get('num_heads', 4)}")
+    if not problems:
+        try:
+            head_size(settings.get("d_model", 256), settings.get("num_heads", 4))
+        except ValueError as error:
+            problems.append(f"{prefix}{error}".replace(" num_heads=", f" {prefix}num_heads="))
     return problems
 
 

@@ -5,7 +5,7 @@
     python scripts/benchmark.py --quick         # fewer repetitions (a smoke check)
     python scripts/benchmark.py --decode-only --against model.num_decoder_layers=1 data.vocab_size=4000
 
-The model, optimizer, dropout and precision are the defaults of ``configs/`` (``trainer.precision:
+The model, optimizer, dropout and precision are the defaults of ``configs/`` (``runtime.precision:
 auto`` resolved on this machine), on a Tatoeba-like batch of ~4,096 tokens per side. Prints:
   1. a profile of our default training step: shares of step time by kind of op;
   2. the step's achieved GFLOP/s against fp32 and bf16 matmuls of the model's shapes;
@@ -40,7 +40,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from benchmark_decoding import (PAD, ROOT, SHAPE_KEYS, decoding_against, decoding_section, default_config,
                                 interleaved_times, tatoeba_like_batch)
-from model.training.precision import choose_precision, machine_name, matmul_gflops
+from runtime.precision import choose_precision, machine_name, matmul_gflops
 from model.training.translation_module import label_smoothed_loss
 from model.transformer import Seq2SeqTransformer
 from torch_peer import TorchTransformer  # scripts/torch_peer.py, beside this file
@@ -94,7 +94,7 @@ def profile_by_kind(step, steps: int = 3) -> tuple[list[tuple[str, float]], floa
 def pipeline_tokens_per_s(steps: int) -> tuple[float, int]:
     """Median ``train/tokens_per_s`` of `python train.py` (defaults, real batches) after step 30."""
     with tempfile.TemporaryDirectory() as run_dir:
-        command = [sys.executable, "train.py", "logger=csv", "test=false", "trainer.max_time=null",
+        command = [sys.executable, "train.py", "logger=csv", "test=false", "runtime.max_time=null",
                    f"trainer.max_steps={steps + 30}", "+trainer.limit_val_batches=0", f"hydra.run.dir={run_dir}"]
         result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         if result.returncode != 0:
@@ -130,7 +130,7 @@ def main() -> None:
     shape = {k: cfg.model[k] for k in SHAPE_KEYS}
     vocab, dropout = cfg.data.vocab_size, cfg.model.dropout
     fused = bool(cfg.optim.optimizer.get("fused", False))
-    precision = choose_precision(False) if cfg.trainer.precision == "auto" else cfg.trainer.precision
+    precision = choose_precision(False) if cfg.runtime.precision == "auto" else cfg.runtime.precision
     bf16 = precision.startswith("bf16")
     print(f"default: {shape}, vocab {vocab}, dropout {dropout}, AdamW fused={fused}, precision {precision}")
 

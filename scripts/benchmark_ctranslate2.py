@@ -22,7 +22,7 @@ import torch
 
 from model.inference.translator import Translator
 from model.training.metrics import corpus_scores
-from model.training.precision import machine_name
+from runtime.precision import machine_name
 
 
 def main() -> None:

@@ -51,7 +51,7 @@ def main() -> None:
     sentences = sentences[: args.sentences]
 
     from model.inference.translator import Translator
-    from model.training.precision import machine_name
+    from runtime.precision import machine_name
 
     translator = Translator.load(args.run)
     translator.translate(sentences[:64])  # warm-up

@@ -42,7 +42,7 @@ fi
 
 echo "== 2. python train.py, $minutes minutes of training -> $check_dir/train"
 probe='+callbacks.step_probe={_target_:scripts.step_probe.StepProbe,start_step:200}'
-timeout -k 60 "$train_timeout" python train.py trainer.max_time="00:00:$(printf %02d "$minutes"):00" logger=csv \
+timeout -k 60 "$train_timeout" python train.py runtime.max_time="00:00:$(printf %02d "$minutes"):00" logger=csv \
   trainer.val_check_interval=500 module.val_bleu_every=1 "$probe" hydra.run.dir="$check_dir/train" "$@" 2>&1 \
   | grep -v "it/s" | tail -n 25
 stages+=("--stage" "train=${PIPESTATUS[0]}")
@@ -50,7 +50,7 @@ stages+=("--stage" "train=${PIPESTATUS[0]}")
 echo "== 3. 30 seconds at twice data.max_tokens -> $check_dir/double_batch"
 if [ "$gpu" = True ]; then
   max_tokens=$(python train.py --cfg job "$@" 2>/dev/null | awk '/^data:/{d=1} d && /max_tokens:/{print $2; exit}')
-  timeout -k 30 150 python train.py trainer.max_time=00:00:00:30 logger=csv test=false \
+  timeout -k 30 150 python train.py runtime.max_time=00:00:00:30 logger=csv test=false \
     data.max_tokens=$(( ${max_tokens:-16384} * 2 )) callbacks.attention_views.sentences=0 \
     '+callbacks.step_probe={_target_:scripts.step_probe.StepProbe,start_step:50,sync_steps:0}' \
     hydra.run.dir="$check_dir/double_batch" "$@" 2>&1 | grep -v "it/s" | tail -n 3

@@ -18,7 +18,7 @@ from pathlib import Path
 import lightning as L
 import torch
 
-from model.training.timing import is_logging_step
+from model.training.trainer_state import is_logging_step
 
 
 def busy_microseconds(intervals: list[tuple[float, float]]) -> float:

@@ -197,9 +197,10 @@ class Batcher:
     def _run_batch(self, batch: list[tuple[Job, int]]) -> None:
         self._current = list({job for job, _ in batch})
         start = time.monotonic()
+        wanted = lambda: [not job.dropped for job, _ in batch]  # noqa: E731 — asked at every step of the search
         try:  # a dropped request's lines leave the search at its next step
             results = self.translator.translate([job.lines[i] for job, i in batch], batch[0][0].config,
-                                                batch_size=len(batch), wanted=lambda: [not job.dropped for job, _ in batch])
+                                                batch_size=len(batch), keep_rows=wanted)
         except Exception as error:  # noqa: BLE001 — every request in the batch gets the error, the server goes on
             for job in self._current:
                 job.answer(error=error)

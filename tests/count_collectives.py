@@ -55,7 +55,7 @@ real_advance = _TrainingEpochLoop.advance
 
 def advance(self, data_fetcher):
     global current
-    from model.training.timing import is_logging_step
+    from model.training.trainer_state import is_logging_step
 
     current = {"step": self.trainer.global_step, "logging": bool(is_logging_step(self.trainer)), "calls": []}
     try:

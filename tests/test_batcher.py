@@ -22,10 +22,10 @@ class Recorder:
         self.batches: list[list[str]] = []
         self.seconds_per_line, self.step, self.steps, self.returned = seconds_per_line, step, 0, 0
 
-    def translate(self, lines, config, batch_size, wanted=None):
+    def translate(self, lines, config, batch_size, keep_rows=None):
         self.batches.append(list(lines))
         end = time.monotonic() + self.seconds_per_line * len(lines)
-        while time.monotonic() < end and (wanted is None or any(wanted())):
+        while time.monotonic() < end and (keep_rows is None or any(keep_rows())):
             time.sleep(self.step)
             self.steps += 1
         self.returned += 1

@@ -44,7 +44,7 @@ def test_profile_shares_add_up_and_find_the_matrix_math():
 
 def test_the_benchmark_reads_the_default_config():
     cfg = default_config()
-    assert cfg.model.d_model == 256 and cfg.trainer.precision == "auto" and "lr" in cfg.optim.optimizer
+    assert cfg.model.d_model == 256 and cfg.runtime.precision == "auto" and "lr" in cfg.optim.optimizer
 
 
 def test_decoding_against_another_recipe_times_both_shapes(capsys):

@@ -1,12 +1,16 @@
-"""model/training/budget.py: the time limit, timed checkpoints and the schedule's progress, from readings
-of the clock at logging steps only (a stand-in trainer and clock: the same on any machine)."""
+"""runtime/budget.py and its clock (model/training/schedule.py's TimeBudget): the time limit, timed
+checkpoints (runtime/checkpoint_io.py's LastCheckpoint) and the schedule's progress, from readings of the
+clock at logging steps only (a stand-in trainer and clock: the same on any machine)."""
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-import model.training.budget as budget_module
-from model.training.budget import TrainingBudget, max_time_seconds
+import model.training.schedule as schedule_module
+from model.training.schedule import training_progress
+from runtime.budget import TrainingBudget, max_time_seconds
+from runtime.checkpoint_io import LastCheckpoint
 
 
 class Clock:
@@ -26,14 +30,18 @@ def trainer_at(step: int, every: int = 5) -> SimpleNamespace:
                            save_checkpoint=lambda path: saves.append((step, str(path))))
 
 
-def run(budget: TrainingBudget, clock: Clock, seconds_per_step, steps: int, every: int = 5) -> list:
-    """Steps 1..steps of ``seconds_per_step(step)`` each; returns (step, stopped, saves) per step."""
-    budget.on_train_start(trainer_at(0, every), None)
+def run(budget: TrainingBudget, clock: Clock, seconds_per_step, steps: int, every: int = 5,
+        *others) -> list:
+    """Steps 1..steps of ``seconds_per_step(step)`` each, the budget's callbacks then ``others``; returns
+    (step, stopped, saves) per step."""
+    for callback in (budget, *others):
+        callback.on_train_start(trainer_at(0, every), None)
     seen = []
     for step in range(1, steps + 1):
         clock.now += seconds_per_step(step)
         trainer = trainer_at(step, every)
-        budget.on_train_batch_end(trainer, None)
+        for callback in (budget, *others):
+            callback.on_train_batch_end(trainer, None)
         seen.append((step, trainer.should_stop, trainer.saves))
         if trainer.should_stop:
             break
@@ -43,7 +51,7 @@ def run(budget: TrainingBudget, clock: Clock, seconds_per_step, steps: int, ever
 @pytest.fixture
 def clock(monkeypatch) -> Clock:
     clock = Clock()
-    monkeypatch.setattr(budget_module, "time", clock)
+    monkeypatch.setattr(schedule_module, "time", clock)
     return clock
 
 
@@ -56,7 +64,8 @@ def test_the_stop_is_decided_at_a_reading_for_a_step_before_the_next(clock):
     budget = TrainingBudget("00:00:00:53")  # 1 s a step: 53 steps; readings every 5
     seen = run(budget, clock, lambda step: 1.0, 100)
     assert seen[-1][:2] == (53, True) and budget.stop_step == 53  # committed at the reading of step 50
-    assert budget.progress(53) == pytest.approx(1.0) and budget.progress(27) == pytest.approx(27 / 53)
+    progress = [training_progress(step, budget=budget.clock) for step in (53, 27)]
+    assert progress == pytest.approx([1.0, 27 / 53])
 
 
 def test_one_slow_window_does_not_stop_training_early(clock):
@@ -68,15 +77,28 @@ def test_one_slow_window_does_not_stop_training_early(clock):
 
 
 def test_timed_checkpoints_and_a_resumed_clock(clock):
-    budget = TrainingBudget(save_every_minutes=0.5)  # every 30 s, no time limit
-    seen = run(budget, clock, lambda step: 4.0, 40)
+    budget = TrainingBudget()  # no time limit
+    last = LastCheckpoint(every_minutes=0.5, time_budget=budget.clock)  # last.ckpt every 30 s of training
+    seen = run(budget, clock, lambda step: 4.0, 40, 5, last)
     assert [saves for _, _, saves in seen if saves] == [[(10, "run/checkpoints/last.ckpt")],
                                                         [(20, "run/checkpoints/last.ckpt")],
                                                         [(30, "run/checkpoints/last.ckpt")],
                                                         [(40, "run/checkpoints/last.ckpt")]]
-    assert budget.progress(40, max_steps=100) == 0.4 and budget.progress(40) is None  # steps only
+    assert training_progress(40, 100, budget.clock) == 0.4 and training_progress(40, budget=budget.clock) is None
     state = budget.state_dict()
     resumed = TrainingBudget("00:00:05:00")
     resumed.load_state_dict(state)  # a resumed run goes on from 160 s of its 300
     resumed.on_train_start(trainer_at(40), None)
-    assert resumed.progress(40) == pytest.approx(160 / 300)
+    assert training_progress(40, budget=resumed.clock) == pytest.approx(160 / 300)
+
+
+def test_last_checkpoint_every_n_steps_is_written_once_per_step_also_when_asked_again(clock):
+    last = LastCheckpoint(every_n_steps=10)
+    seen = run(TrainingBudget(), clock, lambda step: 1.0, 25, 5, last)
+    assert [saves for _, _, saves in seen if saves] == [[(10, "run/checkpoints/last.ckpt")],
+                                                        [(20, "run/checkpoints/last.ckpt")]]
+    trainer = trainer_at(20)
+    assert last.save(trainer) == Path("run/checkpoints/last.ckpt") and trainer.saves == []  # step 20 is saved
+    trainer = trainer_at(21)
+    last.save(trainer)  # a signal's save at another step: written
+    assert trainer.saves == [(21, "run/checkpoints/last.ckpt")]

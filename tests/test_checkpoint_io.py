@@ -1,4 +1,4 @@
-"""model/training/checkpoint_io.py: atomic checkpoint writes, and a resume point that is known to load (also
+"""runtime/checkpoint_io.py: atomic checkpoint writes, and a resume point that is known to load (also
 after a kill, a move of the run folder, a truncated ``last.ckpt``)."""
 
 import errno
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
-import model.training.checkpoint_io as checkpoint_io
+import runtime.checkpoint_io as checkpoint_io
 from model.inference.run_folder import read_checkpoint
 from helpers import NO_VIEWS, file_size_limit, final_step, run_train, train_in_process
-from model.training.checkpoint_io import AtomicCheckpointIO, CheckpointWriteError, resume_point
+from runtime.checkpoint_io import AtomicCheckpointIO, CheckpointWriteError, resume_point
 
 
 def checkpoint(step: int, value: float = 1.0) -> dict:

@@ -13,7 +13,7 @@ import torch
 
 from helpers import run_train, tiny_model
 from model.attention import MultiHeadAttention
-from model.training.precision import choose_precision
+from runtime.precision import choose_precision
 from model.search import SearchConfig, search
 from model.transformer import Seq2SeqTransformer
 
@@ -69,7 +69,7 @@ def test_greedy_and_beam_search_on_the_gpu_equal_the_cpu():
 @pytest.mark.slow  # scripts/gpu_check.sh's full run covers it; the quick tier leaves it out
 def test_smoke_training_run_on_the_gpu(tmp_path, data_cache):
     # logger=csv: the GPU path is what is checked here, not wandb (scripts/gpu_check.sh does the same)
-    run_train(tmp_path / "run", data_cache, "trainer.accelerator=gpu", "trainer.precision=auto", "logger=csv")
+    run_train(tmp_path / "run", data_cache, "trainer.accelerator=gpu", "runtime.precision=auto", "logger=csv")
     assert "bf16-mixed" in (tmp_path / "run" / "config.yaml").read_text()
     assert json.loads((tmp_path / "run" / "test_metrics.json").read_text())["sentences"] > 0
 
@@ -81,17 +81,22 @@ def test_no_training_step_synchronizes_outside_logging_steps(tmp_path):
     import lightning as L
 
     from helpers import small_datamodule
-    from model.training.budget import TrainingBudget
-    from model.training.interrupt import GracefulStop
     from model.training.schedule import budget_schedule
-    from model.training.timing import RunClock, TimeSplit, is_logging_step
+    from model.training.trainer_state import is_logging_step
     from model.training.translation_module import TranslationModule
+    from runtime.budget import TrainingBudget
+    from runtime.checkpoint_io import LastCheckpoint
+    from runtime.interrupt import GracefulStop
+    from runtime.non_finite import NonFiniteGuard
+    from runtime.timing import RunClock, TimeSplit
 
     datamodule = small_datamodule(tmp_path)
     datamodule.hparams.on_device = True  # what train.py settles on a GPU
+    budget = TrainingBudget("00:01:00:00")  # the run machinery as train.py attaches it
+    last = LastCheckpoint(every_minutes=60, time_budget=budget.clock)
     module = TranslationModule(tiny_model(datamodule.src_vocab_size, d_model=64, d_ff=128).train(),
                                lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True), budget_schedule(warmup_steps=3),
-                               val_bleu_samples=4)
+                               val_bleu_samples=4, guard=NonFiniteGuard(), time_budget=budget.clock)
     strict_steps = []
 
     class Strict(L.Callback):  # first: from the step's start ...
@@ -107,8 +112,7 @@ def test_no_training_step_synchronizes_outside_logging_steps(tmp_path):
     trainer = L.Trainer(accelerator="gpu", devices=1, precision="bf16-mixed", max_steps=12, limit_val_batches=0,
                         log_every_n_steps=5, gradient_clip_val=1.0, logger=False, enable_checkpointing=False,
                         enable_model_summary=False, default_root_dir=str(tmp_path),
-                        callbacks=[Strict(), TimeSplit(RunClock("cuda")), TrainingBudget("00:01:00:00", 60),
-                                   GracefulStop(), Lenient()])
+                        callbacks=[Strict(), TimeSplit(RunClock("cuda")), budget, last, GracefulStop(last), Lenient()])
     try:
         trainer.fit(module, datamodule=datamodule)
     finally:
@@ -118,6 +122,6 @@ def test_no_training_step_synchronizes_outside_logging_steps(tmp_path):
 
 @pytest.mark.slow
 def test_the_gpu_run_says_where_its_time_went(tmp_path, data_cache):
-    run_train(tmp_path / "run", data_cache, "trainer.accelerator=gpu", "trainer.precision=auto", "logger=csv")
+    run_train(tmp_path / "run", data_cache, "trainer.accelerator=gpu", "runtime.precision=auto", "logger=csv")
     split = json.loads((tmp_path / "run" / "time_split.json").read_text())
     assert split["steps"] == 60 and split["mfu"] is not None and split["seconds"]["steps"] > 0

@@ -1,4 +1,4 @@
-"""model/training/interrupt.py through train.py: Ctrl-C and SIGTERM end the step, save it once and stop;
+"""runtime/interrupt.py through train.py: Ctrl-C and SIGTERM end the step, save it once and stop;
 the same command resumes. Under DDP (two gloo processes on the CPU) with every collective counted."""
 
 import json
@@ -20,7 +20,7 @@ from helpers import NO_VIEWS, ROOT, final_step, run_train
 def test_a_signal_saves_the_step_and_the_same_command_resumes(tmp_path, data_cache, signum, code, asynchronous):
     run_dir = tmp_path / "signalled"
     last = run_dir / "checkpoints" / "last.ckpt"
-    args = ("logger=csv", "test=false", "trainer.max_steps=100", f"checkpoints.asynchronous={asynchronous}", NO_VIEWS)
+    args = ("logger=csv", "test=false", "trainer.max_steps=100", f"runtime.asynchronous_checkpoints={asynchronous}", NO_VIEWS)
     # A background job of a non-interactive shell inherits SIGINT ignored: give the child the default.
     process = run_train(run_dir, data_cache, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -62,12 +62,12 @@ def test_ddp_steps_call_no_collective_off_logging_steps_sigterm_saves_once_and_t
         tmp_path, data_cache):
     # Two gloo processes on the CPU, every torch.distributed collective counted per training step in each. The
     # first launch is stopped by SIGTERM to both ranks; the same command resumes it, and it stops at
-    # trainer.max_time (6 s of training in all, decided at logging steps only).
+    # runtime.max_time (6 s of training in all, decided at logging steps only).
     run_dir = tmp_path / "ddp"
     last = run_dir / "checkpoints" / "last.ckpt"
     command = [sys.executable, str(ROOT / "tests" / "count_collectives.py"), "experiment=smoke",
                f"hydra.run.dir={run_dir}", f"data.cache_dir={data_cache}", "trainer=ddp", "trainer.accelerator=cpu",
-               "trainer.devices=2", "logger=csv", "test=false", "trainer.max_steps=-1", "trainer.max_time=00:00:00:06",
+               "trainer.devices=2", "logger=csv", "test=false", "trainer.max_steps=-1", "runtime.max_time=00:00:00:06",
                "callbacks.early_stopping=null", NO_VIEWS]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True,  # its own process group, as a scheduler's job has

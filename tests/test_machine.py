@@ -1,13 +1,15 @@
-"""model/training/machine.py: the machine decided once, and every component handed the same answer."""
+"""runtime/machine.py: the machine decided once, and every component handed the same answer."""
+
+import os
 
 import pytest
 import torch
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-import model.training.precision as precision
+import runtime.precision as precision
 from helpers import compose_train
-from model.training.machine import decide_machine, settle_settings, with_recipe
+from runtime.machine import decide_machine, settle_settings, with_recipe
 
 
 def autos(node, path: str = "") -> list[str]:
@@ -45,19 +47,22 @@ def test_one_decision_reaches_every_component(machine_with, gpus, overrides):
     assert machine.gpu is gpu and machine.devices == (gpus if "trainer=ddp" in overrides else 1)
     assert autos(OmegaConf.to_container(cfg)) == []  # nothing downstream decides anything
     assert cfg.trainer.accelerator == ("gpu" if gpu else "cpu") and cfg.trainer.devices == machine.devices
-    assert cfg.trainer.precision == "bf16-mixed"  # the GPU's, or the measured CPU's
+    assert cfg.runtime.precision == "bf16-mixed"  # the GPU's, or the measured CPU's
     assert instantiate(cfg.data).hparams.on_device is gpu  # batches cut on the device
     assert instantiate(cfg.callbacks.attention_views).background is gpu  # views drawn beside training
-    assert cfg.checkpoints.asynchronous is gpu  # checkpoints written beside training
-    assert (cfg.checkpoints.last_every_minutes is not None) is gpu  # the GPU recipe's timed last.ckpt
-    assert machine.line() == (f"machine: {'2 × ' if gpus == 2 else ''}NVIDIA H200; recipe: experiment=gpu "
-                              f"(experiment=cpu forces the CPU recipe)" if gpu else
-                              f"machine: {machine.name}; recipe: experiment=cpu (experiment=gpu forces the GPU recipe)")
+    assert cfg.runtime.asynchronous_checkpoints is gpu  # checkpoints written beside training
+    assert (cfg.runtime.last_every_minutes is not None) is gpu  # the GPU recipe's timed last.ckpt
+    if gpu:
+        assert machine.line() == (f"machine: {'2 × ' if gpus == 2 else ''}NVIDIA H200; recipe: experiment=gpu "
+                                  f"(experiment=cpu forces the CPU recipe)")
+    else:  # the CPU it trains on, also on a host with a GPU
+        assert machine.line().endswith("; recipe: experiment=cpu (experiment=gpu forces the GPU recipe)")
+        assert "NVIDIA" not in machine.line() and f"{os.cpu_count()} cores" in machine.line()
 
 
 def test_fp32_on_a_gpu_runs_on_tf32(machine_with):
     machine_with(1)
-    cfg = compose_train("experiment=gpu", "trainer.precision=32-true")
+    cfg = compose_train("experiment=gpu", "runtime.precision=32-true")
     settle_settings(cfg, decide_machine(cfg, "gpu"))
     assert torch.backends.cuda.matmul.allow_tf32 is True
 

@@ -1,4 +1,4 @@
-"""model/training/non_finite.py in training: a non-finite loss applies no update and stops the run at the next
+"""runtime/non_finite.py in training (the guard the run machinery hands the module): a non-finite loss applies no update and stops the run at the next
 check; an infinite gradient with a finite loss skips its update and training goes on."""
 
 import lightning as L
@@ -8,6 +8,7 @@ import torch
 from helpers import small_datamodule, small_model
 from model.training.schedule import budget_schedule
 from model.training.translation_module import TranslationModule
+from runtime.non_finite import NonFiniteGuard, skip_fused_update
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +18,7 @@ def datamodule(tmp_path_factory):
 
 def test_a_non_finite_loss_applies_no_update_and_stops_at_the_next_check(datamodule, tmp_path, monkeypatch):
     import model.training.translation_module as translation_module
-    from model.training.non_finite import NonFiniteLossError
+    from runtime.non_finite import NonFiniteLossError
 
     real, calls = translation_module.label_smoothed_loss, []
 
@@ -28,7 +29,7 @@ def test_a_non_finite_loss_applies_no_update_and_stops_at_the_next_check(datamod
 
     monkeypatch.setattr(translation_module, "label_smoothed_loss", poisoned)
     module = TranslationModule(small_model(datamodule), lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True),
-                               budget_schedule(warmup_steps=3), val_bleu_samples=4)
+                               budget_schedule(warmup_steps=3), val_bleu_samples=4, guard=NonFiniteGuard())
 
     class Weights(L.Callback):
         def on_train_batch_end(self, trainer, pl_module, *args) -> None:
@@ -51,7 +52,7 @@ def test_a_non_finite_loss_applies_no_update_and_stops_at_the_next_check(datamod
 @pytest.mark.parametrize("clip", [1.0, None])
 def test_an_infinite_gradient_with_a_finite_loss_skips_the_update_and_training_goes_on(datamodule, tmp_path, clip):
     module = TranslationModule(small_model(datamodule), lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True),
-                               budget_schedule(warmup_steps=3), val_bleu_samples=4)
+                               budget_schedule(warmup_steps=3), val_bleu_samples=4, guard=NonFiniteGuard())
 
     class InfiniteGradient(L.Callback):
         """Step 2's gradient gets one inf (its loss stays finite); the weights around it are kept."""
@@ -70,6 +71,19 @@ def test_an_infinite_gradient_with_a_finite_loss_skips_the_update_and_training_g
                         gradient_clip_val=clip, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, default_root_dir=str(tmp_path))
     trainer.fit(module, datamodule=datamodule)  # no error: the loss never was non-finite
-    assert trainer.global_step == 8 and module.non_finite.skipped.item() == 1
+    assert trainer.global_step == 8 and module.guard.skipped.item() == 1
     assert all(torch.equal(a, b) for a, b in zip(spy.before, spy.after))  # step 2 changed nothing
     assert all(torch.isfinite(p).all() for p in module.parameters())
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_a_fused_optimizer_skips_its_update_where_told(skip):
+    weight = torch.nn.Parameter(torch.ones(4))
+    optimizer = torch.optim.AdamW([weight], lr=0.1, fused=True)
+    weight.grad = torch.ones(4)
+    skip_fused_update(optimizer, torch.tensor(skip))
+    optimizer.step()
+    assert torch.equal(weight.detach(), torch.ones(4)) is skip
+    plain = torch.optim.AdamW([torch.nn.Parameter(torch.ones(1))], lr=0.1)
+    skip_fused_update(plain, torch.tensor(True))
+    assert not hasattr(plain, "found_inf")  # left alone: it would not read it

@@ -1,17 +1,20 @@
-"""model/training/precision.py: ``trainer.precision: auto`` picks bf16 only where it is measured faster."""
+"""runtime/precision.py: ``runtime.precision: auto`` picks bf16 only where it is measured faster; the peak
+FLOP/s MFU is measured against; the name of the machine beside every figure."""
 
 import logging
+import os
+from pathlib import Path
 
 import pytest
 import torch
 
-import model.training.precision as precision
+import runtime.precision as precision
 
 
 def test_cpu_choice_follows_the_measured_speed(monkeypatch, caplog):
     speeds = {torch.float32: 200.0, torch.bfloat16: 900.0}  # a CPU with AMX
     monkeypatch.setattr(precision, "matmul_gflops", lambda dtype: speeds[dtype])
-    with caplog.at_level(logging.INFO, logger="model.training.precision"):
+    with caplog.at_level(logging.INFO, logger="runtime.precision"):
         assert precision.choose_precision(False) == "bf16-mixed"
     assert "bf16 900 vs fp32 200 GFLOP/s" in caplog.text
     speeds[torch.bfloat16] = 20.0  # a CPU that emulates bf16
@@ -30,16 +33,34 @@ def test_gpu_choice_needs_no_probe(monkeypatch):
     assert precision.choose_precision(True) == "32-true"
 
 
-def test_the_probe_measures_both_precisions():
-    fp32, bf16 = precision.matmul_gflops(torch.float32, 256, 64, 128, 2), precision.matmul_gflops(torch.bfloat16, 256, 64, 128, 2)
-    assert fp32 > 0 and bf16 > 0
-    assert precision.choose_precision(False) in ("bf16-mixed", "32-true")
+def test_the_probe_is_the_matmul_flops_over_the_time_it_took(monkeypatch):
+    class Seconds:  # each reading of the clock is half a second later: the timed matmuls take exactly 0.5 s
+        now = 0.0
+
+        def perf_counter(self) -> float:
+            self.now += 0.5
+            return self.now
+
+    monkeypatch.setattr(precision, "time", Seconds())
+    rows, inner, cols, repeats = 96, 32, 48, 3  # shapes of this test alone (the probe is cached per shape)
+    for dtype in (torch.float32, torch.bfloat16):
+        assert precision.matmul_gflops(dtype, rows, inner, cols, repeats) == 2 * rows * inner * cols * repeats / 0.5e9
 
 
-def test_the_mfu_peak_reads_the_gpu_by_its_full_name():
-    # A name that contains another (H200 NVL, GH200) is read as itself, not as the shorter one.
-    assert precision.gpu_peak_flops("NVIDIA H200 NVL", "bf16-mixed") == 835e12
-    assert precision.gpu_peak_flops("NVIDIA H200", "bf16-mixed") == 989e12
-    assert precision.gpu_peak_flops("NVIDIA H100 NVL", "32-true") == 835e12 / 2  # fp32 on TF32: half the rate
-    assert precision.gpu_peak_flops("NVIDIA GeForce RTX 4090", "bf16-mixed") == 165.2e12  # fp32 accumulation
+def test_the_mfu_peak_reads_every_gpu_of_the_table_as_itself():
+    # A name that contains another (H200 NVL, GH200) must be read as itself, not as the shorter one.
+    for name, tflops in precision.GPU_PEAK_BF16_TFLOPS.items():
+        assert precision.gpu_peak_flops(f"NVIDIA {name}", "bf16-mixed") == tflops * 1e12, name
+        assert precision.gpu_peak_flops(f"NVIDIA {name}", "32-true") == tflops * 1e12 / 2  # fp32 on TF32
     assert precision.gpu_peak_flops("Some Future GPU", "bf16-mixed") is None
+
+
+def test_a_cpu_run_on_a_gpu_host_names_the_cpu(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *device: "NVIDIA H200")
+    assert precision.machine_name("cuda") == "NVIDIA H200"
+    cpu = precision.machine_name("cpu")
+    assert "NVIDIA" not in cpu and cpu.endswith(f"{os.cpu_count()} cores)")
+    model = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+             if line.startswith("model name")] if Path("/proc/cpuinfo").exists() else []
+    assert not model or cpu.startswith(model[0])  # the CPU's own name, as the kernel reports it

@@ -1,5 +1,5 @@
 """README.md and docs/ cannot drift from the code: every command in their code blocks is run or
-checked, and docs/layout.md's table names every file of model/, data/ and scripts/."""
+checked, and docs/layout.md's table names every file of model/, data/, runtime/, serving/, scripts/ and the top level."""
 
 import re
 import shlex
@@ -42,12 +42,13 @@ def test_quickstart_is_install_then_train_then_the_ci_test_command():
 
 def test_the_layout_table_names_every_file():
     layout = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
-    files = [path.relative_to(ROOT).as_posix() for pattern in ("model/**/*.py", "data/**/*.py", "scripts/*",
-                                                               "hydra_plugins/**/*.py")
+    files = [path.relative_to(ROOT).as_posix() for pattern in ("model/**/*.py", "data/**/*.py", "runtime/*.py",
+                                                               "serving/*.py", "scripts/*", "hydra_plugins/**/*.py", "*.py")
              for path in sorted(ROOT.glob(pattern)) if path.is_file() and "__pycache__" not in path.parts]
     assert "model/views/plotting.py" in files and "data/corpus.py" in files
     assert [f for f in files if f"`{f}`" not in layout] == []
-    named = re.findall(r"^\| `((?:model|data|scripts|hydra_plugins)/[^`]+\.(?:py|sh))` \|", layout, flags=re.M)
+    named = re.findall(r"^\| `((?:(?:model|data|runtime|serving|scripts|hydra_plugins)/)?[^`/]+(?:/[^`]+)?\.(?:py|sh))` \|",
+                       layout, flags=re.M)
     assert [f for f in named if not (ROOT / f).is_file()] == []  # and nothing that is not there
 
 
@@ -108,5 +109,6 @@ def test_seed_walkthrough_runs_as_the_readme_says():
 
 
 def test_readme_names_every_top_level_entry():
-    for entry in ("configs/", "model/", "data/", "train.py", "translate.py", "tests/", "scripts/", "docs/", "serving/"):
+    for entry in ("configs/", "model/", "data/", "train.py", "translate.py", "tests/", "scripts/", "docs/", "serving/",
+                  "runtime/"):
         assert f"`{entry}`" in README, entry

@@ -201,11 +201,11 @@ def test_rows_no_longer_wanted_end_at_the_next_step_and_the_others_are_unchanged
     whole = search(model, sources, BOS, EOS, config)
     asked = []
 
-    def wanted() -> list[bool]:  # rows 2 and 5 are dropped after the third step
+    def keep_rows() -> list[bool]:  # rows 2 and 5 are dropped after the third step
         asked.append(True)
         return [len(asked) <= 3 or row not in (2, 5) for row in range(len(sources))]
 
-    cut = search(model, sources, BOS, EOS, config, wanted)
+    cut = search(model, sources, BOS, EOS, config, keep_rows)
     assert [ids for row, ids in enumerate(cut) if row not in (2, 5)] == \
         [ids for row, ids in enumerate(whole) if row not in (2, 5)]
     assert all(len(cut[row]) <= 4 < len(whole[row]) for row in (2, 5))

@@ -28,7 +28,7 @@ def test_the_search_composes_with_its_storage_in_the_sweep_folder():
     assert sweeper.storage == "sqlite:////tmp/somewhere/optuna.db"
     assert cfg.hydra.mode.name == "MULTIRUN" and sweeper.direction == "maximize"
     assert cfg.optimized_metric == "val/bleu" and cfg.test is False  # validation only: never the test split
-    assert cfg.trainer.max_time == "00:00:08:00"
+    assert cfg.runtime.max_time == "00:00:08:00"
 
 
 def test_the_first_trial_is_the_composed_default_and_lies_in_the_search_space():

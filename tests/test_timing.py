@@ -1,15 +1,14 @@
-"""model/training/timing.py: the phase clock, the time split of a run, and the FLOPs behind MFU."""
+"""runtime/timing.py: the phase clock, the time split of a run, and the FLOPs behind MFU."""
 
 import lightning as L
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-import model.training.timing as timing
+import runtime.timing as timing
 from helpers import small_datamodule, tiny_model
-from model.training.precision import gpu_peak_flops
 from model.training.schedule import inverse_sqrt_schedule
-from model.training.timing import PHASES, RunClock, TimeSplit, Work, attention_macs, dense_macs_per_token
+from runtime.timing import PHASES, RunClock, TimeSplit, Work, attention_macs, dense_macs_per_token
 from model.training.translation_module import TranslationModule
 
 
@@ -85,14 +84,6 @@ def test_the_flop_count_equals_torchs_flop_counter():
     per_source, per_target = dense_macs_per_token(model)
     macs = per_source * batch * src_len + per_target * batch * tgt_len + attention_macs(model, batch, src_len, tgt_len)
     assert counter.get_total_flops() == 2 * macs
-
-
-def test_gpu_peaks_by_name():
-    assert gpu_peak_flops("NVIDIA H200", "bf16-mixed") == 989e12
-    assert gpu_peak_flops("NVIDIA H100 PCIe", "bf16-mixed") == 756e12
-    assert gpu_peak_flops("NVIDIA A100-SXM4-80GB", "32-true") == 156e12  # TF32: half the bf16 rate
-    assert gpu_peak_flops("NVIDIA L40S", "bf16-mixed") == 362e12 and gpu_peak_flops("NVIDIA L4", "16-mixed") == 121e12
-    assert gpu_peak_flops("Some Future GPU", "bf16-mixed") is None
 
 
 def test_the_callback_times_steps_and_validation_and_counts_real_tokens(tmp_path):

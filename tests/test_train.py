@@ -22,8 +22,8 @@ from helpers import (ROOT, compose_train, explorer_data, final_step, limit_file_
                      train_in_process)
 from model.search import SearchConfig
 from model.transformer import Seq2SeqTransformer
-from model.training.machine import decide_machine, settle_settings
-from model.training.non_finite import NonFiniteLossError
+from runtime.machine import decide_machine, settle_settings
+from runtime.non_finite import NonFiniteLossError
 from model.training.translation_module import TranslationModule
 from train import SettingsError
 
@@ -54,8 +54,9 @@ def test_every_preset_instantiates(overrides, tmp_path):
             assert instantiate(node).save_dir == str(tmp_path)
     # No GPU here: a GPU preset is built for the CPU, everything else as configured.
     accelerator = "cpu" if cfg.trainer.accelerator == "gpu" else cfg.trainer.accelerator
-    trainer = instantiate(cfg.trainer, accelerator=accelerator, devices=1, logger=False, callbacks=callbacks)
-    assert trainer.precision == cfg.trainer.precision
+    trainer = instantiate(cfg.trainer, accelerator=accelerator, devices=1, logger=False, callbacks=callbacks,
+                          precision=cfg.runtime.precision)  # what the run machinery hands the Trainer
+    assert trainer.precision == cfg.runtime.precision
     if overrides == ["trainer=ddp"]:
         assert type(trainer.strategy).__name__ == "DDPStrategy"
 
@@ -75,7 +76,7 @@ def refusals(tmp_path_factory, data_cache) -> dict[str, tuple[str, str, int]]:
     torch.save({"state_dict": {}, "global_step": 1, "payload": Payload()}, folder / "evil.ckpt")
     (folder / "spa-eng.zip").write_bytes(b"PK\x03\x04" + b"\x00" * 100)  # a truncated zip
     smoke = ["experiment=smoke", f"data.cache_dir={data_cache}"]
-    commands = {"bad_value": ["model.num_heads=3"], "typo": ["experiment=nope"],
+    commands = {"bad_value": ["model.num_heads=3"], "typo": ["experiment=nope"], "lightning_key": ["trainer.max_time=1"],
                 "unpickling": [*smoke, f"ckpt_path={folder / 'evil.ckpt'}"],
                 "corpus": [*smoke, f"data.corpus_path={folder / 'spa-eng.zip'}"]}
     launched = {name: subprocess.Popen([sys.executable, "train.py", *args, f"hydra.run.dir={folder / name}"], cwd=ROOT,
@@ -92,10 +93,13 @@ def test_unknown_key_fails_with_hydras_error(refusals):
     _, stderr, code = refusals["bad_value"]
     assert code == 1 and "Traceback" not in stderr
     assert stderr.strip().splitlines()[-1].startswith("train.py: bad settings: model.d_model=256 is not")
+    _, stderr, code = refusals["lightning_key"]  # a key of ours written under trainer:, as Lightning would
+    assert code == 1 and stderr == ("train.py: trainer.max_time is the run machinery's, not Lightning's: "
+                                    "set runtime.max_time\n")
     _, stderr, code = refusals["typo"]
     assert code == 1 and stderr == ("train.py: experiment=nope: no such option in "
                                     "configs/experiment/ (choices: ablation, cpu, gpu, smoke)\n")
-    from model.training.settings import check_group_choices
+    from runtime.settings import check_group_choices
 
     check_group_choices(["-m", "experiment=smoke,ablation", "+ablation=post_norm", "hydra.run.dir=x", "seed=3"], CONFIGS)
     for args in (["-m", "experiment=smoke,nope"], ["+ablation=no_heads"], ["logger=wandb,csvv"]):
@@ -148,13 +152,13 @@ def test_smoke_run_end_to_end(smoke_run):
 def test_same_seed_same_losses(smoke_run, tmp_path, data_cache):
     # The GPU's path on the CPU: batches cut on the device, checkpoints written in the background.
     train_in_process(tmp_path / "again", data_cache, "logger=csv", "test=false", "data.on_device=true",
-                     "checkpoints.asynchronous=true")
+                     "runtime.asynchronous_checkpoints=true")
     assert read_losses(tmp_path / "again") == read_losses(smoke_run)
     assert final_step(tmp_path / "again") == 60
 
 
 def test_one_run_folder_one_writer(tmp_path, data_cache):
-    from model.training.settings import lock_run_folder
+    from runtime.settings import lock_run_folder
 
     run_dir = tmp_path / "shared"
     process = run_train(run_dir, data_cache, "logger=csv", "test=false", "trainer.max_steps=5000",
@@ -183,13 +187,18 @@ def test_one_run_folder_one_writer(tmp_path, data_cache):
     ("module.schedule.decay=exponential", "decay='exponential' must be one of linear, cosine, inverse_sqrt"),
     ("data.vocab_size=10", "vocab_size=10 is below 260"),
     ("data.limit_pairs=0", "limit_pairs=0 must be a whole number >= 1"),
-    ("trainer.max_time=abc", "max_time='abc' must be DD:HH:MM:SS"),
+    ("runtime.max_time=abc", "max_time='abc' must be DD:HH:MM:SS"),
     ("data.val_fraction=0.9", "val_fraction=0.9 must be a share"),
+    ("module.val_bleu_every=0", "module.val_bleu_every=0 must be a whole number >= 1"),
+    ("module.search.beam_size=100", r"module.search.beam_size must be between 1 \(greedy\) and \d+, got 100"),
+    ("runtime.precision=fp8", "runtime.precision='fp8' must be one of auto, bf16-mixed"),
+    ("runtime.last_every_n_steps=2.5", "runtime.last_every_n_steps=2.5 must be a whole number above 0, or null"),
+    ("+trainer.max_time=00:00:01:00", "trainer.max_time is not Lightning's here: set runtime.max_time"),
 ])
-def test_bad_settings_are_refused_before_any_work(tmp_path, data_cache, override, message):
+def test_bad_settings_are_refused_before_any_work(tmp_path, override, message):
     with pytest.raises(SettingsError, match=message):
-        train_in_process(tmp_path / "run", data_cache, override)
-    assert not (tmp_path / "run").exists()  # nothing built or written
+        train_in_process(tmp_path / "run", tmp_path / "cache", override)
+    assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()  # nothing built or written
 
 
 def test_a_checkpoint_that_needs_unpickling_is_refused_in_one_line(tmp_path, data_cache, refusals):
@@ -259,9 +268,9 @@ def test_a_non_finite_loss_stops_the_run_without_final_weights(tmp_path, data_ca
 
 def test_the_gpu_recipe_keeps_its_data_on_the_device_and_writes_in_the_background():
     cfg = compose_train("experiment=gpu")
-    assert cfg.data.on_device is True and cfg.checkpoints.asynchronous is True and cfg.trainer.accelerator == "gpu"
-    assert cfg.callbacks.early_stopping is None and cfg.callbacks.last_checkpoint is None
-    assert cfg.checkpoints.last_every_minutes == 2  # last.ckpt by time, decided at logging steps
+    assert cfg.data.on_device is True and cfg.runtime.asynchronous_checkpoints is True and cfg.trainer.accelerator == "gpu"
+    assert cfg.callbacks.early_stopping is None and cfg.runtime.last_every_n_steps is None
+    assert cfg.runtime.last_every_minutes == 2  # last.ckpt by time, decided at logging steps
     assert (cfg.model.dropout, cfg.model.attention_dropout, cfg.model.activation_dropout) == (0.3, 0.1, 0.1)
     assert compose_train("experiment=cpu") == compose_train()  # the CPU recipe is the composed default
 

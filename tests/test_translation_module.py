@@ -8,17 +8,18 @@ import sys
 
 import lightning as L
 
-import model.training.budget as budget_module
 import pytest
 import torch
 import torch.nn.functional as F
 
+import model.training.schedule as schedule_module
 from helpers import small_datamodule, small_model
 from model.search import SearchConfig, search, sentence_attention
-from model.training.budget import TrainingBudget
 from model.training.metrics import corpus_scores
+from model.training.quality import ScoredEarlyStopping
 from model.training.schedule import budget_schedule, inverse_sqrt_schedule
 from model.training.translation_module import TranslationModule, label_smoothed_loss
+from runtime.budget import TrainingBudget
 
 
 def test_label_smoothed_loss_equals_torch_cross_entropy():
@@ -52,7 +53,7 @@ class LearningRates(L.Callback):
 
 class Clock(L.Callback):
     """A stand-in for the budget's clock: one second passes per training batch, however loaded the
-    machine is (``time.perf_counter`` of model/training/budget.py)."""
+    machine is (``time.perf_counter`` of model/training/schedule.py's TimeBudget)."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -64,11 +65,12 @@ class Clock(L.Callback):
         self.now += 1.0
 
 
-def fit_with_budget(datamodule, *callbacks: L.Callback, **budget) -> LearningRates:
-    """Fit the tiny model under the budget schedule (warm-up 2 steps, peak 1e-2) for ``budget``."""
+def fit_with_budget(datamodule, *callbacks: L.Callback, time_budget=None, **budget) -> LearningRates:
+    """Fit the tiny model under the budget schedule (warm-up 2 steps, peak 1e-2) for ``budget`` (and the
+    run machinery's ``time_budget``, when given)."""
     rates = LearningRates()
     module = TranslationModule(small_model(datamodule), lambda params: torch.optim.AdamW(params, lr=1e-2),
-                               budget_schedule(2))
+                               budget_schedule(2), time_budget=time_budget)
     trainer = L.Trainer(**budget, limit_val_batches=0, logger=False, enable_checkpointing=False,
                         callbacks=[rates, *callbacks], enable_progress_bar=False, enable_model_summary=False)
     trainer.fit(module, datamodule=datamodule)
@@ -85,9 +87,10 @@ def test_learning_rate_decays_to_zero_when_the_step_budget_is_spent(datamodule):
 @pytest.mark.parametrize("log_every", [1, 4])
 def test_learning_rate_decays_to_zero_when_the_time_budget_is_spent(datamodule, monkeypatch, log_every):
     clock = Clock()  # 1 s per batch: a 10-second budget is 10 steps on any machine
-    monkeypatch.setattr(budget_module, "time", clock)
+    monkeypatch.setattr(schedule_module, "time", clock)
     budget = TrainingBudget(max_time="00:00:00:10")
-    used = fit_with_budget(datamodule, clock, budget, max_steps=100_000, log_every_n_steps=log_every).used
+    used = fit_with_budget(datamodule, clock, budget, time_budget=budget.clock, max_steps=100_000,
+                           log_every_n_steps=log_every).used
     # The clock is read at logging steps; between them every rank extrapolates at the last pace (here
     # exact: 1 s a step), so step s spends s of the 10 seconds, and training stops after step 10.
     first_reading = [1e-2 * budget_schedule(2)(step, step / 100_000) for step in range(log_every + 1)]  # max_steps
@@ -96,8 +99,12 @@ def test_learning_rate_decays_to_zero_when_the_time_budget_is_spent(datamodule, 
     assert budget.stop_step == 10
 
 
-def test_gradients_are_clipped_in_bf16_with_a_fused_optimizer(datamodule):
-    # bf16 autocast has no loss scaler: clipping is right with a fused AdamW (Lightning's plugin refuses it).
+@pytest.mark.parametrize("machinery", [False, True])
+def test_gradients_are_clipped_alone_and_in_bf16_with_a_fused_optimizer_by_the_guard(datamodule, machinery):
+    # Alone, the module clips as Lightning does (fp32). With the run machinery's guard, bf16 autocast and a
+    # fused AdamW: no loss scaler, so clipping is right (Lightning's bf16 plugin refuses it with a fused optimizer).
+    from runtime.non_finite import NonFiniteGuard
+
     norms = []
 
     class Recorder(L.Callback):
@@ -111,9 +118,11 @@ def test_gradients_are_clipped_in_bf16_with_a_fused_optimizer(datamodule):
 
             trainer.optimizers[0].register_step_post_hook(record)
 
-    module = TranslationModule(small_model(datamodule), lambda params: torch.optim.AdamW(params, lr=1e-2, fused=True),
-                               budget_schedule(2))
-    trainer = L.Trainer(max_steps=3, precision="bf16-mixed", gradient_clip_val=0.01, limit_val_batches=0,
+    module = TranslationModule(small_model(datamodule),
+                               lambda params: torch.optim.AdamW(params, lr=1e-2, fused=machinery),
+                               budget_schedule(2), guard=NonFiniteGuard() if machinery else None)
+    trainer = L.Trainer(max_steps=3, precision="bf16-mixed" if machinery else "32-true", gradient_clip_val=0.01,
+                        limit_val_batches=0,
                         logger=False, enable_checkpointing=False, callbacks=[Recorder()], enable_progress_bar=False,
                         enable_model_summary=False)
     trainer.fit(module, datamodule=datamodule)
@@ -223,23 +232,26 @@ class HostReads(L.Callback):
 
 
 def test_no_training_step_reads_the_device_outside_logging_steps(datamodule, tmp_path, monkeypatch):
-    from lightning.pytorch.callbacks import ModelCheckpoint
-
-    from model.training.interrupt import GracefulStop
-    from model.training.progress_bar import TrainingProgressBar
-    from model.training.timing import RunClock, TimeSplit
     from model.views.callback import AttentionViews
+    from runtime.checkpoint_io import LastCheckpoint
+    from runtime.interrupt import GracefulStop
+    from runtime.non_finite import NonFiniteGuard
+    from runtime.progress_bar import TrainingProgressBar
+    from runtime.timing import RunClock, TimeSplit
 
+    budget = TrainingBudget(max_time="00:01:00:00")  # the run machinery as train.py attaches it
+    last = LastCheckpoint(every_n_steps=5, every_minutes=60, time_budget=budget.clock)
     module = TranslationModule(small_model(datamodule), lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True),
-                               budget_schedule(warmup_steps=3), SearchConfig(beam_size=2), val_bleu_samples=4)
+                               budget_schedule(warmup_steps=3), SearchConfig(beam_size=2), val_bleu_samples=4,
+                               guard=NonFiniteGuard(), time_budget=budget.clock)
     monkeypatch.setitem(datamodule.hparams, "on_device", True)  # the GPU's path: batches cut on the device
     reads = HostReads(monkeypatch)
-    callbacks = [TimeSplit(RunClock()), reads, AttentionViews(sentences=1), GracefulStop(),
+    callbacks = [TimeSplit(RunClock()), reads, AttentionViews(sentences=1),
                  TrainingProgressBar(refresh_rate=1),  # refreshes at every step: must not read the device
-                 ModelCheckpoint(dirpath=tmp_path / "checkpoints", every_n_train_steps=5, save_top_k=0, save_last=True)]
-    callbacks.append(TrainingBudget(max_time="00:01:00:00", save_every_minutes=60))  # train.py's time limit
+                 budget, last, GracefulStop(last)]
     trainer = L.Trainer(max_steps=14, limit_val_batches=0, log_every_n_steps=5,
                         gradient_clip_val=1.0, logger=L.pytorch.loggers.CSVLogger(tmp_path), callbacks=callbacks,
+                        enable_checkpointing=False,  # Lightning's own checkpoint callback: last.ckpt is ours
                         enable_model_summary=False, default_root_dir=str(tmp_path))
     trainer.fit(module, datamodule=datamodule)
     assert trainer.global_step == 14 and trainer.current_epoch >= 1  # across an epoch boundary too
@@ -258,15 +270,22 @@ def test_bleu_at_every_second_validation_and_the_loss_at_every_one(datamodule, t
 
     class Logged(L.Callback):
         def on_validation_end(self, trainer, pl_module) -> None:
-            logged.append((trainer.global_step, float(trainer.callback_metrics["val/loss"]),
-                           float(trainer.callback_metrics["val/bleu"])))
+            logged.append((trainer.global_step, float(trainer.callback_metrics["val/loss"]), pl_module.bleu_scored))
 
-    trainer = L.Trainer(max_steps=6, val_check_interval=2, check_val_every_n_epoch=None, num_sanity_val_steps=0,
-                        logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                        enable_model_summary=False, callbacks=[Logged()], default_root_dir=str(tmp_path))
+    # Early stopping with no patience for a score that is not new: it stops at the second *scored* validation
+    # (step 6), never at a validation that only repeats the last score (step 4).
+    early = ScoredEarlyStopping(monitor="val/bleu", mode="max", patience=1, min_delta=1000.0)
+    trainer = L.Trainer(max_steps=8, val_check_interval=2, check_val_every_n_epoch=None, num_sanity_val_steps=0,
+                        logger=L.pytorch.loggers.CSVLogger(tmp_path, name="csv", version=0), enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, callbacks=[Logged(), early],
+                        default_root_dir=str(tmp_path))
     trainer.fit(module, datamodule=datamodule)
     assert sorted(set(translated)) == [2, 6]  # validations 1 and 3 translate; 2 (step 4) does not
-    assert [step for step, _, _ in logged] == [2, 4, 6]
-    assert logged[1][1] != logged[0][1] and logged[1][2] == logged[0][2]  # a new loss; the last BLEU again
-    with pytest.raises(ValueError, match="val_bleu_every must be 1 or more"):
+    assert logged == [(2, logged[0][1], True), (4, logged[1][1], False), (6, logged[2][1], True)]
+    assert logged[1][1] != logged[0][1] and trainer.global_step == 6  # a new loss each time; stopped at step 6
+    rows = (tmp_path / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    bleu_steps = [int(row.split(",")[header.index("step")]) for row in rows[1:] if row.split(",")[header.index("val/bleu")]]
+    assert bleu_steps == [1, 5]  # val/bleu logged at the scored validations only (the loggers' steps, from 0)
+    with pytest.raises(ValueError, match="val_bleu_every=0 must be a whole number >= 1"):
         TranslationModule(small_model(datamodule), None, None, val_bleu_every=0)

@@ -21,7 +21,7 @@ import torch
 
 from data.sampler import pad_batch
 from model.inference.onednn import fast_linear
-from model.search import SearchConfig, Wanted, beam_hypotheses, produced_ids, search
+from model.search import KeepRows, SearchConfig, beam_hypotheses, produced_ids, search
 from model.transformer import Seq2SeqTransformer
 
 # The engines, each with the package it needs beyond ours (and where to get it).
@@ -45,8 +45,8 @@ def output_limit(source: list[int], config: SearchConfig, max_len: int) -> int:
 class SearchBackend(Protocol):
     """What a ``Translator`` asks of a search."""
 
-    def search(self, sources: list[list[int]], config: SearchConfig, wanted: Wanted | None = None) -> list[list[int]]:
-        """Output ids per source (ids ending in EOS, no padding); rows no longer ``wanted`` may end early."""
+    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None) -> list[list[int]]:
+        """Output ids per source (ids ending in EOS, no padding); rows not kept (``keep_rows``) may end early."""
 
     def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
         """Every hypothesis the beam ends with for one source, best first, with its score."""
@@ -67,10 +67,10 @@ class OurSearch:
         """bf16 autocast on a GPU; oneDNN's linear layers on an x86 CPU (``onednn.py``)."""
         return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else fast_linear(device)
 
-    def search(self, sources: list[list[int]], config: SearchConfig, wanted: Wanted | None = None) -> list[list[int]]:
+    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None) -> list[list[int]]:
         src = self._batch(sources)
         with self._speed_up(src.device):
-            return search(self.model, src, self.bos_id, self.eos_id, config, wanted)
+            return search(self.model, src, self.bos_id, self.eos_id, config, keep_rows)
 
     def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
         src = self._batch([source])
@@ -81,7 +81,7 @@ class OurSearch:
 
 class CTranslate2Search:
     """CTranslate2's ``translate_batch`` on an exported folder (``model/inference/export.py``); it searches a
-    batch to its end (``wanted`` is not asked)."""
+    batch to its end (``keep_rows`` is not asked)."""
 
     def __init__(self, folder: Path, pieces: list[str], eos_id: int, max_len: int, device: torch.device,
                  compute_type: str = "default") -> None:
@@ -112,7 +112,7 @@ class CTranslate2Search:
         ids = [self.ids[piece] for piece in pieces]
         return ids + [self.eos_id] if len(ids) < limit else ids  # it ended: CTranslate2 drops the EOS
 
-    def search(self, sources: list[list[int]], config: SearchConfig, wanted: Wanted | None = None) -> list[list[int]]:
+    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None) -> list[list[int]]:
         outputs: list[list[int]] = []
         # One call per output limit; a length-sorted batch has few (the limit grows with the length).
         for limit, group in groupby(sources, key=lambda source: output_limit(source, config, self.max_len)):
@@ -128,7 +128,7 @@ class CTranslate2Search:
 
 class TransformersSearch:
     """``generate()`` of ``transformers`` on an exported Pegasus folder (``export_transformers.py``); it searches
-    a batch to its end (``wanted`` is not asked). Its length penalty, like CTranslate2's, divides by
+    a batch to its end (``keep_rows`` is not asked). Its length penalty, like CTranslate2's, divides by
     length^alpha; its output limit is per batch, so a batch is searched in parts of one limit."""
 
     def __init__(self, folder: Path, pad_id: int, eos_id: int, max_len: int, device: torch.device) -> None:
@@ -155,7 +155,7 @@ class TransformersSearch:
                                    num_return_sequences=config.beam_size if whole_beam else 1,
                                    return_dict_in_generate=True, **beam)
 
-    def search(self, sources: list[list[int]], config: SearchConfig, wanted: Wanted | None = None) -> list[list[int]]:
+    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None) -> list[list[int]]:
         outputs: list[list[int]] = []
         for limit, group in groupby(sources, key=lambda source: output_limit(source, config, self.max_len)):
             generated = self._generate(list(group), config, limit).sequences[:, 1:]  # without the start token

@@ -20,9 +20,9 @@ from data.tokenizer import JOINT_FILE, TranslationTokenizer, tokenizer_fingerpri
 from model.inference.run_folder import RunFiles, RunLoadError, RunSettings, model_config, open_run
 from model.inference.search_backends import (CTranslate2Search, OurSearch, SearchBackend, TransformersSearch,
                                              check_engine)
-from model.search import SearchConfig, Wanted, sentence_attention
+from model.search import KeepRows, SearchConfig, sentence_attention
 from model.transformer import Seq2SeqTransformer
-from model.views import SentenceView
+from model.views import SentenceView, sentence_view
 
 
 @dataclass
@@ -109,10 +109,10 @@ class Translator:
 
     @torch.no_grad()
     def translate(self, lines: list[str], config: SearchConfig | None = None, batch_size: int = 64,
-                  wanted: Wanted | None = None) -> list[Translation]:
+                  keep_rows: KeepRows | None = None) -> list[Translation]:
         """Translate lines with ``config`` (default: the run's search): empty ones stay empty, the
-        rest go in batches of similar length (answers in input order). ``wanted``: which lines are still
-        wanted, asked at every step of our search (``model.search.Wanted``)."""
+        rest go in batches of similar length (answers in input order). ``keep_rows``: which lines to keep
+        translating, asked at every step of our search (``model.search.KeepRows``)."""
         config = config or self.settings.search
         results = [Translation("", "", [], []) for _ in lines]
         todo = [i for i, line in enumerate(lines) if line.strip()]
@@ -120,7 +120,7 @@ class Translator:
         order = sorted(range(len(todo)), key=lambda j: len(ids[j]))  # similar lengths batch together
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
-            outputs = self.backend.search([ids[j] for j in batch], config, rows_of(wanted, [todo[j] for j in batch]))
+            outputs = self.backend.search([ids[j] for j in batch], config, rows_of(keep_rows, [todo[j] for j in batch]))
             texts = self.text(outputs, [lines[todo[j]].strip() for j in batch])
             for j, output_ids, text in zip(batch, outputs, texts):
                 results[todo[j]] = Translation(lines[todo[j]].strip(), text, ids[j], output_ids)
@@ -136,29 +136,21 @@ class Translator:
 
     def sentence_view(self, translation: Translation) -> SentenceView:
         """Every attention weight of one translation, for exactly the ids its search produced (by either engine)."""
-        return sentence_view(self.model, self.tokenizer, translation.src_ids, translation.output_ids,
-                             translation.source, translation.text)
+        attention = sentence_attention(self.model, translation.src_ids, translation.output_ids, self.tokenizer.bos_id)
+        return sentence_view(attention, self.tokenizer.src_tokens, self.tokenizer.tgt_tokens, translation.source,
+                             translation.text)
 
 
-def rows_of(wanted: Wanted | None, rows: list[int]) -> Wanted | None:
-    """``wanted`` asked for these lines only, in this order (None stays None)."""
-    if wanted is None:
+def rows_of(keep_rows: KeepRows | None, rows: list[int]) -> KeepRows | None:
+    """``keep_rows`` asked for these lines only, in this order (None stays None)."""
+    if keep_rows is None:
         return None
 
     def asked() -> list[bool]:
-        flags = wanted()
+        flags = keep_rows()
         return [flags[row] for row in rows]
 
     return asked
-
-
-def sentence_view(model: Seq2SeqTransformer, tokenizer: TranslationTokenizer, src_ids: list[int],
-                  output_ids: list[int], source: str, translation: str) -> SentenceView:
-    """The attention of one translated sentence with the tokens of each axis: what the views draw, in training
-    (``TranslationModule.sentence_views``) as in translation."""
-    attention = sentence_attention(model, src_ids, output_ids, tokenizer.bos_id)
-    return SentenceView(attention, tokenizer.src_tokens(attention.src_ids), tokenizer.tgt_tokens(attention.input_ids),
-                        tokenizer.tgt_tokens(attention.output_ids), source, translation)
 
 
 def run_tokenizer(files: RunFiles, state: dict) -> TranslationTokenizer:

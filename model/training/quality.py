@@ -3,7 +3,8 @@
 ``QualityMarks`` logs ``val/minutes`` (training wall time, continued across a resume) beside
 ``val/bleu``, says once when validation BLEU first reaches 30, 40 and 50, keeps those crossings in
 checkpoints and hands them to the test report. ``TranslationSamples`` shows wandb the first
-validation translations in a table.
+validation translations in a table. ``ScoredEarlyStopping`` is Lightning's early stopping, counting
+the validations that scored BLEU.
 """
 
 from __future__ import annotations
@@ -13,18 +14,19 @@ import time
 from typing import Any
 
 import lightning as L
+from lightning.pytorch.callbacks import EarlyStopping
 
-from model.training.budget import TrainingBudget
+from model.training.trainer_state import fitting
 from model.views.callback import wandb_loggers
 
 log = logging.getLogger(__name__)
 MARKS = (30, 40, 50)  # validation BLEU marks whose first crossing is logged
 
 
-def training_minutes(trainer: L.Trainer, started: float | None) -> float:
-    """Wall-clock minutes of training so far (validations included): the budget's clock, which continues
+def training_minutes(pl_module: L.LightningModule, started: float | None) -> float:
+    """Wall-clock minutes of training so far (validations included): the run's time budget, which continues
     across a resume, else since ``started``."""
-    budget = next((c for c in trainer.callbacks if isinstance(c, TrainingBudget)), None)
+    budget = getattr(pl_module, "time_budget", None)
     if budget is not None:
         return budget.elapsed() / 60
     return (time.perf_counter() - started) / 60 if started is not None else 0.0
@@ -38,21 +40,18 @@ class QualityMarks(L.Callback):
         self.reached: dict[str, list[float]] = {}
         self._started: float | None = None
 
-    def _fitting(self, trainer: L.Trainer) -> bool:
-        return trainer.state.fn == "fit" and not trainer.sanity_checking
-
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._started = time.perf_counter()
 
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        if self._fitting(trainer):  # beside val/bleu: time to quality in metrics.csv and wandb
-            pl_module.log("val/minutes", training_minutes(trainer, self._started))
+        if fitting(trainer):  # beside val/bleu: time to quality in metrics.csv and wandb
+            pl_module.log("val/minutes", training_minutes(pl_module, self._started))
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         bleu = trainer.callback_metrics.get("val/bleu")  # logged by the module at this validation's end
-        if not self._fitting(trainer) or bleu is None:
+        if not fitting(trainer) or bleu is None or not getattr(pl_module, "bleu_scored", True):
             return
-        minutes = training_minutes(trainer, self._started)
+        minutes = training_minutes(pl_module, self._started)
         for mark in self.marks:
             if str(mark) not in self.reached and float(bleu) >= mark:
                 self.reached[str(mark)] = [trainer.global_step, minutes]
@@ -66,10 +65,6 @@ class QualityMarks(L.Callback):
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.reached = dict(state_dict.get("reached", {}))
 
-    def on_load_checkpoint(self, trainer: L.Trainer, pl_module: L.LightningModule, checkpoint: dict[str, Any]) -> None:
-        if "quality_marks_reached" in checkpoint:  # where checkpoints kept them before this callback
-            self.reached = dict(checkpoint["quality_marks_reached"])
-
 
 class TranslationSamples(L.Callback):
     """The first ``rows`` validation translations (source, references, hypothesis) as a wandb table."""
@@ -79,8 +74,17 @@ class TranslationSamples(L.Callback):
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         scored = getattr(pl_module, "validation_rows", None)
-        if trainer.sanity_checking or not trainer.is_global_zero or not scored:
+        if trainer.sanity_checking or not trainer.is_global_zero or not scored or not pl_module.bleu_scored:
             return
         table = [[source, " | ".join(refs), hypothesis] for source, refs, hypothesis in scored[:self.rows]]
         for logger in wandb_loggers(trainer.loggers):
             logger.log_table(key="val/translations", columns=["source", "references", "hypothesis"], data=table)
+
+
+class ScoredEarlyStopping(EarlyStopping):
+    """Lightning's ``EarlyStopping``, asked only at the validations that scored BLEU (``module.val_bleu_every``):
+    its ``patience`` counts scored validations, never a repeated score."""
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if getattr(pl_module, "bleu_scored", True):
+            super().on_validation_end(trainer, pl_module)

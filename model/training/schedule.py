@@ -1,8 +1,8 @@
 """Learning-rate schedules: (step, progress) -> multiplier of the peak learning rate.
 
 ``step`` counts optimizer updates; ``progress`` is the share of the training budget spent,
-0 → 1 (elapsed time over ``trainer.max_time``, or steps over ``trainer.max_steps``; the
-module measures it), or ``None`` when the run has no budget.
+0 → 1 (``training_progress``: elapsed time over ``runtime.max_time``, or steps over
+``trainer.max_steps``, whichever is further), or ``None`` when the run has no budget.
 
 A run that stops on a clock should spend its last minutes at a small learning rate: the
 weights it ends with are then the settled ones, not a snapshot of a noisy walk. So the
@@ -15,6 +15,7 @@ steps this machine manages:
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 from typing import Callable
 
@@ -82,3 +83,46 @@ def budget_schedule(warmup_steps: int, decay: str = "linear", final: float = 0.0
         return warmup * (final + (1.0 - final) * shape)
 
     return factor
+
+
+class TimeBudget:
+    """Training seconds against a limit, as every rank knows them. The run machinery's budget
+    (``runtime/budget.py``) runs the clock and updates the reading (step, seconds, seconds per step) at
+    logging steps; between two readings every rank extrapolates from the same numbers, so the replicas'
+    learning rates never differ."""
+
+    def __init__(self, limit: float | None) -> None:
+        self.limit = limit  # seconds of training allowed (None: no time limit)
+        self.step, self.seconds = 0, 0.0  # the last reading: training seconds at a step
+        self.pace: float | None = None  # seconds per step before it (None: not measured yet)
+        self.seconds_before = 0.0  # training seconds of the fits before this one (a resumed run)
+        self.started: float | None = None  # this fit's start on this process's clock (None: not training)
+
+    def read(self, step: int, seconds: float, pace: float | None) -> None:
+        """A reading of the clock, the same on every rank: training seconds at ``step``, seconds per step."""
+        self.step, self.seconds, self.pace = step, seconds, pace
+
+    def seconds_at(self, step: int) -> float:
+        """Training seconds at ``step`` as every rank estimates them alike."""
+        return self.seconds + (step - self.step) * self.pace if self.pace else self.seconds
+
+    def elapsed(self) -> float:
+        """Training seconds so far by this process's own clock (validations included; across resumes)."""
+        return self.seconds_before + (time.perf_counter() - self.started if self.started is not None else 0.0)
+
+    def start(self, step: int) -> None:
+        """A fit starts at ``step``: the clock runs, and the first reading is the seconds trained before."""
+        self.started = time.perf_counter()
+        self.read(step, self.seconds_before, None)
+
+    def stop(self) -> None:
+        """The fit ends: the clock stops (a next fit in this process goes on from here)."""
+        self.seconds_before, self.started = self.elapsed(), None
+
+
+def training_progress(step: int, max_steps: int = -1, budget: TimeBudget | None = None) -> float | None:
+    """Share of the training budget spent at ``step``, 0 → 1: time over the ``budget``'s limit or steps over
+    ``max_steps``, whichever is further; None without either."""
+    shares = [budget.seconds_at(step) / budget.limit] if budget is not None and budget.limit else []
+    shares += [step / max_steps] if max_steps > 0 else []
+    return min(max(shares), 1.0) if shares else None

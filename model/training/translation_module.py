@@ -7,31 +7,34 @@ references of the data module, read once. It computes and logs; callbacks write 
 the attention views (``model/views/callback.py``, from ``sentence_views``), time to quality and
 sample translations (``quality.py``), the test report (``test_report.py``).
 
+One optimizer step, read top to bottom: ``training_step`` (the loss) → Lightning's backward →
+``configure_gradient_clipping`` → the update → ``configure_optimizers``' schedule (``schedule.py``).
+On its own the module clips as Lightning does and its schedule's progress is steps over
+``trainer.max_steps``. The run machinery (``runtime/``) hands it two collaborators: a ``guard``
+(``runtime/non_finite.py``: the clipping, and no update from a NaN, decided on the device) and a
+``time_budget`` (``schedule.TimeBudget``: progress in time over ``runtime.max_time``).
+
 A training step never waits for the device: its metrics are summed there and read every
-``log_every_n_steps``, and a non-finite loss is caught there too (the update skipped, the
-run stopped at the next reading). Validation is teacher-forced loss and accuracy every time,
-greedy BLEU on a fixed subset every ``val_bleu_every``-th time.
+``log_every_n_steps``. Validation is teacher-forced loss and accuracy every time, greedy BLEU on
+a fixed subset every ``val_bleu_every``-th time.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import lightning as L
 import torch
 from torch import Tensor
 
-from model.inference.translator import sentence_view
-from model.search import SearchConfig, search
-from model.training.budget import training_progress
+from model.search import SearchConfig, search, sentence_attention
 from model.training.metrics import Scores, corpus_scores, gathered
-from model.training.non_finite import NonFiniteGuard
-from model.training.schedule import Schedule
-from model.training.timing import is_logging_step
+from model.training.schedule import Schedule, TimeBudget, training_progress
+from model.training.trainer_state import fitting, is_logging_step
 from model.transformer import Seq2SeqTransformer
-from model.views import SentenceView
+from model.views import SentenceView, sentence_view
 
 
 def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float,
@@ -52,6 +55,16 @@ def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float,
     return (loss * weight).sum(), (nll * weight).sum(), (correct * weight).sum()
 
 
+class Guard(Protocol):
+    """What the module asks of the run machinery's non-finite guard (``runtime/non_finite.NonFiniteGuard``)."""
+
+    skipped: Tensor | None  # updates skipped so far, on the device
+
+    def update(self, loss: Tensor, step: int) -> None: ...
+    def check(self) -> None: ...
+    def clip_and_skip(self, parameters, optimizer, clip_value: float | None, algorithm: str | None) -> None: ...
+
+
 class TranslationModule(L.LightningModule):
     """Trains a ``Seq2SeqTransformer`` and scores it with sacreBLEU."""
 
@@ -66,13 +79,18 @@ class TranslationModule(L.LightningModule):
         val_bleu_every: int = 1,
         model_config: dict | None = None,
         tokenizer_sha256: str | None = None,
+        guard: Guard | None = None,
+        time_budget: TimeBudget | None = None,
     ) -> None:
         super().__init__()
-        if val_bleu_every < 1:
-            raise ValueError(f"val_bleu_every must be 1 or more, got {val_bleu_every}")
+        if problems := module_problems({"val_bleu_every": val_bleu_every, "label_smoothing": label_smoothing,
+                                        "val_bleu_samples": val_bleu_samples}):
+            raise ValueError("; ".join(problems))
         # Plain values only (no modules, no callables): checkpoints stay loadable with weights_only=True.
-        self.save_hyperparameters(ignore=["model", "optimizer", "schedule", "search"])
+        self.save_hyperparameters(ignore=["model", "optimizer", "schedule", "search", "guard", "time_budget"])
         self.model, self.optimizer_factory, self.schedule = model, optimizer, schedule
+        self.guard = guard  # runtime/non_finite.NonFiniteGuard, or None: Lightning's own clipping
+        self.time_budget = time_budget  # the run machinery's clock, or None: progress in steps
         self.search_config = search  # test: as configured; validation: greedy, same length limits
         self.tokenizer = None
         self.texts: dict[str, tuple[list[str], list[list[str]]]] = {}  # split -> (sources, references)
@@ -81,11 +99,9 @@ class TranslationModule(L.LightningModule):
         self._sums: Tensor | None = None
         self._summed_steps = 0
         self._window_start: float | None = None  # when the current logging window's steps began
-        self.non_finite = NonFiniteGuard()  # no update from a NaN loss; read at logging steps and checkpoints
         self.progress_metrics: dict[str, float] = {}  # what the progress bar shows, read at logging steps
         self._validations = 0  # validations of this fit so far (val_bleu_every counts them)
-        self._bleu_due = True
-        self._last_val_scores: dict[str, float] = {}
+        self.bleu_scored = True  # this validation scores BLEU (early stopping and the samples ask)
         self.validation_rows: list[tuple[str, list[str], str]] = []  # the last scored validation (callbacks show it)
         self.test_result: tuple[list[tuple[str, list[str], str]], Scores] | None = None  # rows, scores
         self._hypotheses: dict[int, str] = {}
@@ -115,31 +131,34 @@ class TranslationModule(L.LightningModule):
         logits = self.model(batch["src"], batch["tgt_in"])  # (B, T, vocab)
         return label_smoothed_loss(logits.flatten(0, 1), batch["tgt_out"].flatten(), smoothing, real.flatten())
 
-    def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> Tensor:
+    def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> dict[str, Tensor]:
         loss, nll, accuracy = self._losses(batch)
-        self.non_finite.update(loss, self.global_step)
+        if self.guard is not None:
+            self.guard.update(loss, self.global_step)
         pad = self.model.pad_id
-        tokens = (batch["src"] != pad).sum() + (batch["tgt_out"] != pad).sum()
+        tokens = torch.stack([(batch["src"] != pad).sum(), (batch["tgt_out"] != pad).sum()])  # (source, target)
         # Summed on the device since the last logging step: (loss, nll, accuracy, tokens).
-        values = torch.stack([loss.detach(), nll.detach(), accuracy, tokens.to(loss.dtype)])
+        values = torch.stack([loss.detach(), nll.detach(), accuracy, tokens.sum().to(loss.dtype)])
         self._sums = values if self._sums is None else self._sums + values
         self._summed_steps += 1
         if is_logging_step(self.trainer):
             self._log_training_metrics()
-        return loss
+        return {"loss": loss, "tokens": tokens}  # the real tokens reach the callbacks (the time split counts them)
 
     def check_finite(self) -> None:
         """Raise ``NonFiniteLossError`` if a training step so far had a non-finite loss (reads the device)."""
-        self.non_finite.check()
+        if self.guard is not None:
+            self.guard.check()
 
     def _log_training_metrics(self) -> None:
         """Means since the last logging step, read from the device in one transfer, to the loggers and the bar."""
         self.check_finite()
         means = self._sums / self._summed_steps
-        loss, nll, accuracy, tokens, skipped = torch.cat([means, self.non_finite.skipped.view(1)]).tolist()
+        skipped = self.guard.skipped.view(1) if self.guard is not None else means.new_zeros(1)
+        loss, nll, accuracy, tokens, skipped = torch.cat([means, skipped.to(means.dtype)]).tolist()
         now = time.perf_counter()
         metrics = {"train/loss": loss, "train/ppl": math.exp(min(nll, 50.0)), "train/accuracy": accuracy,
-                   "train/lr": self._trainer.optimizers[0].param_groups[0]["lr"], "train/skipped_updates": skipped}
+                   "train/lr": self.optimizers().param_groups[0]["lr"], "train/skipped_updates": skipped}
         if self._window_start is not None:  # tokens over the time since the last logging step
             metrics["train/tokens_per_s"] = tokens * self._summed_steps / max(now - self._window_start, 1e-9)
         self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=1)
@@ -158,17 +177,19 @@ class TranslationModule(L.LightningModule):
 
     def configure_gradient_clipping(self, optimizer: torch.optim.Optimizer, gradient_clip_val: float | None = None,
                                     gradient_clip_algorithm: str | None = None) -> None:
-        """Clip as configured; the guard skips the update when the gradient norm is not finite."""
-        if getattr(self.trainer.precision_plugin, "scaler", None) is not None:  # fp16: the scaler skips them
+        """Clip as configured (Lightning's clipping); with a guard, the guard clips and skips the update when the
+        gradient norm is not finite (under fp16 the scaler skips them: Lightning's clipping)."""
+        if self.guard is None or getattr(self.trainer.precision_plugin, "scaler", None) is not None:
             self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
         else:
-            self.non_finite.clip_and_skip(self.parameters(), optimizer, gradient_clip_val, gradient_clip_algorithm)
+            self.guard.clip_and_skip(self.parameters(), optimizer, gradient_clip_val, gradient_clip_algorithm)
 
     def configure_optimizers(self) -> dict[str, Any]:
         optimizer = self.optimizer_factory(self.model.parameters())
+        max_steps = self.trainer.max_steps
         # Called after every update with the next step's number; the progress is read then.
         schedule = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda step: self.schedule(step, training_progress(self._trainer, step)))
+            optimizer, lambda step: self.schedule(step, training_progress(step, max_steps, self.time_budget)))
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
     # -- validation: loss + greedy BLEU on a fixed subset + attention maps; test: beam ----
@@ -185,10 +206,10 @@ class TranslationModule(L.LightningModule):
 
     def on_validation_epoch_start(self) -> None:
         self._hypotheses = {}
-        fitting = self.trainer.state.fn == "fit" and not self.trainer.sanity_checking
+        in_fit = fitting(self.trainer)
         # BLEU at every val_bleu_every-th validation of a fit (always outside one); the others are loss only.
-        self._bleu_due = not fitting or self._validations % self.hparams.val_bleu_every == 0
-        self._validations += fitting
+        self.bleu_scored = not in_fit or self._validations % self.hparams.val_bleu_every == 0
+        self._validations += in_fit
         self._window_start = None  # validation time is not training throughput: the window starts again
         if self._sums is not None:
             self._sums[3].zero_()  # ... and so do its tokens
@@ -196,7 +217,7 @@ class TranslationModule(L.LightningModule):
     def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
         self._log_evaluation(batch, "val")
         chosen = batch["index"] < self.hparams.val_bleu_samples  # a fixed subset, the same every epoch
-        if self._bleu_due and chosen.any():
+        if self.bleu_scored and chosen.any():
             self._hypotheses.update(self._translate(batch, chosen, "validation", self.search_config.greedy))
 
     def on_test_epoch_start(self) -> None:
@@ -216,12 +237,8 @@ class TranslationModule(L.LightningModule):
         return rows, scores
 
     def on_validation_epoch_end(self) -> None:
-        if not self._bleu_due:  # the last BLEU again: best.ckpt and early stopping always find their metric
-            if self._last_val_scores:
-                self.log_dict(self._last_val_scores, prog_bar=True)
-            return
-        self.validation_rows, scores = self._score("validation")  # time to quality, samples: callbacks
-        self._last_val_scores = {"val/bleu": scores.bleu, "val/chrf": scores.chrf}
+        if self.bleu_scored:  # else nothing new to log: early stopping and the samples wait for the next
+            self.validation_rows, _ = self._score("validation")  # time to quality, samples: callbacks
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.check_finite()  # never save weights that a non-finite loss may have touched
@@ -239,5 +256,21 @@ class TranslationModule(L.LightningModule):
             src = torch.tensor([src_ids], device=self.device)
             output_ids = search(self.model, src, tokenizer.bos_id, tokenizer.eos_id, self.search_config.greedy)[0]
             translation = tokenizer.decode_tgt([output_ids], [text])[0]
-            views.append(sentence_view(self.model, tokenizer, src_ids, output_ids, text, translation))
+            attention = sentence_attention(self.model, src_ids, output_ids, tokenizer.bos_id)
+            views.append(sentence_view(attention, tokenizer.src_tokens, tokenizer.tgt_tokens, text, translation))
         return views
+
+
+def module_problems(settings: dict, prefix: str = "") -> list[str]:
+    """What ``TranslationModule`` refuses among its plain ``settings``, one phrase each (the run machinery's
+    settings check asks first, before any work)."""
+    problems = []
+    every, smoothing, samples = (settings.get(k) for k in ("val_bleu_every", "label_smoothing", "val_bleu_samples"))
+    if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
+        problems.append(f"{prefix}val_bleu_every={every!r} must be a whole number >= 1")
+    if smoothing is not None and (isinstance(smoothing, bool) or not isinstance(smoothing, (int, float))
+                                  or not 0.0 <= smoothing < 1.0):
+        problems.append(f"{prefix}label_smoothing={smoothing!r} must be in [0, 1)")
+    if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 0):
+        problems.append(f"{prefix}val_bleu_samples={samples!r} must be a whole number >= 0")
+    return problems

@@ -6,6 +6,7 @@ Fed attention weights and token labels (a ``SentenceView``), never a tokenizer o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from model.search import SentenceAttention
@@ -28,3 +29,12 @@ class SentenceView:
     output_tokens: list[str]  # decoder outputs
     source: str
     translation: str
+
+
+def sentence_view(attention: SentenceAttention, src_labels: Callable[[list[int]], list[str]],
+                  tgt_labels: Callable[[list[int]], list[str]], source: str, translation: str) -> SentenceView:
+    """A searched sentence's attention (``model.search.sentence_attention``) with the tokens of each axis,
+    labelled by the tokenizer's ``src_labels`` / ``tgt_labels``: what the views draw, in training as in
+    translation."""
+    return SentenceView(attention, src_labels(attention.src_ids), tgt_labels(attention.input_ids),
+                        tgt_labels(attention.output_ids), source, translation)

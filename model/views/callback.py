@@ -18,16 +18,13 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import lightning as L
 
 from model.views import SentenceView
 from model.views.explorer import read_steps, sentence_record, write_explorer
 from model.views.statistics import attention_statistics
-
-if TYPE_CHECKING:
-    from model.training.timing import RunClock
 
 
 def host_copy(view: SentenceView) -> SentenceView:
@@ -71,12 +68,13 @@ class AttentionViews(L.Callback):
     - ``attention_<kind>/<stat>[_L<layer>H<head>]`` scalars (``model/views/statistics.py``).
 
     ``background=True`` draws in one background process (one drawing at a time, in step order);
-    ``False`` draws before training goes on (``train.py`` picks it on a CPU, where training keeps
+    ``False`` draws before training goes on (the run machinery picks it on a CPU, where training keeps
     every core busy and a drawing beside it slows the steps more than it saves: docs/results.md).
-    ``clock`` times what the training process spends here as the run's "views".
+    ``clock``, anything with a ``phase(name)`` context (the run machinery sets its own), times what the
+    training process spends here as the run's "views".
     """
 
-    def __init__(self, sentences: int = 3, background: bool = False, clock: RunClock | None = None) -> None:
+    def __init__(self, sentences: int = 3, background: bool = False, clock: Any = None) -> None:
         if sentences < 0:
             raise ValueError(f"sentences must be 0 or more, got {sentences}")
         if background not in (True, False):

@@ -1,4 +1,5 @@
-"""Checkpoints that survive faults: atomic writes, and a resume point that is known to load.
+"""Checkpoints that survive faults: atomic writes, ``last.ckpt`` by one writer, and a resume point that is
+known to load.
 
 A kill during ``torch.save`` leaves a truncated file; written in place, that file is
 ``last.ckpt``, and every rerun would crash on it. So every checkpoint is written to a
@@ -8,6 +9,10 @@ atomic): a reader sees the old file or the new one, never half of one.
 On a GPU the write goes to a background thread (``asynchronous=True``): the training process
 only copies the tensors to the host, and the next step starts while the file is written. One
 writer: a new checkpoint first waits for the previous one, and the run waits for the last.
+
+``last.ckpt``, what an interrupted run resumes from, has one writer, ``LastCheckpoint``: every N steps,
+every M minutes of training (decided at logging steps, on the time budget's reading), and when a signal
+stops the run (``interrupt.py`` asks it).
 """
 
 from __future__ import annotations
@@ -19,13 +24,16 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+import lightning as L
 import torch
 from lightning.fabric.plugins.io.torch_io import TorchCheckpointIO
 from lightning.fabric.utilities.apply_func import apply_to_collection
 
 from data.atomic_file import atomic_file, os_cause
 from model.inference.run_folder import RunLoadError, read_checkpoint
-from model.training.timing import RunClock
+from model.training.schedule import TimeBudget
+from model.training.trainer_state import is_logging_step
+from runtime.timing import RunClock
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +95,39 @@ class AtomicCheckpointIO(TorchCheckpointIO):
                 if self._writer is not None:
                     self._writer.shutdown(wait=True)
                     self._writer = None
+
+
+class LastCheckpoint(L.Callback):
+    """Writes ``<run>/checkpoints/last.ckpt``, the resume point: every ``every_n_steps`` steps, every
+    ``every_minutes`` of training on ``time_budget``'s readings (at logging steps, where every rank has the
+    same reading), and on ``save(trainer)``. Every rank calls the save at the same step (it is collective)."""
+
+    def __init__(self, every_n_steps: int | None = None, every_minutes: float | None = None,
+                 time_budget: TimeBudget | None = None) -> None:
+        self.every_n_steps, self.every_seconds = every_n_steps, (every_minutes or 0) * 60
+        self.time_budget = time_budget
+        self._saved_step: int | None = None
+        self._saved_seconds = 0.0  # training seconds at the last timed save
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._saved_seconds = self.time_budget.seconds if self.time_budget is not None else 0.0
+
+    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args) -> None:
+        step = trainer.global_step
+        if self.every_n_steps and step % self.every_n_steps == 0:
+            self.save(trainer)
+        elif self.every_seconds and self.time_budget is not None and is_logging_step(trainer):
+            if self.time_budget.seconds - self._saved_seconds >= self.every_seconds:
+                self._saved_seconds = self.time_budget.seconds
+                self.save(trainer)
+
+    def save(self, trainer: L.Trainer) -> Path:
+        """``last.ckpt`` now (once per step), on every rank's call."""
+        path = Path(trainer.default_root_dir) / "checkpoints" / "last.ckpt"
+        if self._saved_step != trainer.global_step:
+            self._saved_step = trainer.global_step
+            trainer.save_checkpoint(path)
+        return path
 
 
 def write_atomically(checkpoint: dict[str, Any], path: Path) -> None:

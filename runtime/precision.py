@@ -1,4 +1,4 @@
-"""``trainer.precision: auto``: bf16 autocast only where this machine runs it faster than fp32.
+"""``runtime.precision: auto``: bf16 autocast only where this machine runs it faster than fp32.
 
 CPUs with AVX512-BF16 or AMX run a bf16 matmul several times faster than fp32; CPUs
 without them emulate bf16 and run it several times *slower*. So the choice is measured:
@@ -81,9 +81,10 @@ def peak_flops(precision: str, device: torch.device | str) -> float | None:
     return matmul_gflops(torch.bfloat16 if "bf16" in precision else torch.float32) * 1e9
 
 
-def machine_name() -> str:
-    """The CPU (with the extensions that decide its speed) or GPU that figures are measured on."""
-    if torch.cuda.is_available():
+def machine_name(device_type: str = "cpu") -> str:
+    """What figures on ``device_type`` are measured on: the GPU's name for "cuda", else this CPU with the
+    extensions that decide its speed (also on a host that has a GPU)."""
+    if device_type == "cuda":
         return torch.cuda.get_device_name()
     info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),

@@ -1,10 +1,10 @@
 """The machine a run trains on, decided once: GPU or CPU, how many devices, which recipe.
 
-``train.py`` asks here once and writes the answer into the composed settings as plain values:
+The run machinery asks here once and writes the answer into the composed settings as plain values:
 the accelerator and device count, the precision, whether batches are cut on the device, whether
 checkpoints are written and attention views drawn beside training, TF32 for fp32 matmuls on a
-GPU. Every ``auto`` in ``configs/`` is settled here; the components downstream take booleans
-and decide nothing about the machine themselves.
+GPU. Every ``auto`` in ``configs/`` is settled here; the components downstream are handed plain
+values (a device type, booleans) and never look at CUDA themselves.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from omegaconf import DictConfig, open_dict
 
-from model.training.precision import choose_precision, machine_name
+from runtime.precision import choose_precision, machine_name
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def decide_machine(cfg: DictConfig, recipe: str | None = None) -> Machine:
     devices = cfg.trainer.get("devices", 1)
     if devices in ("auto", -1, "-1"):  # every GPU of the node; one process on a CPU
         devices = max(torch.cuda.device_count(), 1) if gpu else 1
-    name = torch.cuda.get_device_name() if gpu and torch.cuda.is_available() else machine_name()
+    name = machine_name("cuda" if gpu and torch.cuda.is_available() else "cpu")
     return Machine(gpu=gpu, devices=int(devices), name=name, recipe=recipe or "cpu")
 
 
@@ -65,15 +65,15 @@ def settle_settings(cfg: DictConfig, machine: Machine) -> None:
     with open_dict(cfg):
         cfg.trainer.accelerator = "gpu" if machine.gpu else "cpu"
         cfg.trainer.devices = machine.devices
-        if cfg.trainer.get("precision", "auto") == "auto":  # bf16 only where it is faster (precision.py)
-            cfg.trainer.precision = choose_precision(machine.gpu)
+        if cfg.runtime.precision == "auto":  # bf16 only where it is faster (precision.py)
+            cfg.runtime.precision = choose_precision(machine.gpu)
         if cfg.data.get("on_device", False) == "auto":  # token ids on the GPU, batches cut there
             cfg.data.on_device = machine.gpu
-        if cfg.checkpoints.get("asynchronous") == "auto":  # a host copy, then the write beside training
-            cfg.checkpoints.asynchronous = machine.gpu
+        if cfg.runtime.asynchronous_checkpoints == "auto":  # a host copy, then the write beside training
+            cfg.runtime.asynchronous_checkpoints = machine.gpu
         views = cfg.get("callbacks", {}).get("attention_views")
         if views is not None and views.get("background") == "auto":  # a CPU's cores are all training's
             views.background = machine.gpu
-    if machine.gpu and cfg.trainer.precision in ("32-true", "32", 32):
+    if machine.gpu and cfg.runtime.precision in ("32-true", "32", 32):
         torch.backends.cuda.matmul.allow_tf32 = True  # fp32 matmuls on TF32 tensor cores: ~8x, 10-bit mantissa
         torch.backends.cudnn.allow_tf32 = True

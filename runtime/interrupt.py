@@ -13,7 +13,8 @@ from pathlib import Path
 
 import lightning as L
 
-from model.training.timing import is_logging_step
+from model.training.trainer_state import is_logging_step, skip_sigterm_broadcast
+from runtime.checkpoint_io import LastCheckpoint
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -28,9 +29,11 @@ class TrainingInterrupted(Exception):
 
 
 class GracefulStop(L.Callback):
-    """Records SIGINT / SIGTERM while training, and at the end of the step saves ``last.ckpt`` and stops."""
+    """Records SIGINT / SIGTERM while training, and at the end of the step has ``last`` save ``last.ckpt``,
+    then stops."""
 
-    def __init__(self) -> None:
+    def __init__(self, last: LastCheckpoint) -> None:
+        self.last = last
         self.signum: int | None = None  # the first signal received
         self.saved: Path | None = None  # the checkpoint written on it
         self._previous: dict[int, object] = {}
@@ -45,12 +48,8 @@ class GracefulStop(L.Callback):
         for signum in SIGNALS:
             self._previous[signum] = signal.getsignal(signum)
             signal.signal(signum, self._record)
-        # Lightning (>= 2.6) broadcasts its own SIGTERM flag before every DDP step and reads it back: a
-        # collective and a host wait per step. Its handler is replaced above, so the flag it sends is
-        # never set during training: this callback's decision at logging steps stands in for it.
-        epoch_loop = trainer.fit_loop.epoch_loop
-        if trainer.world_size > 1 and hasattr(epoch_loop, "_broadcast_sigterm_tensor"):
-            epoch_loop._broadcast_sigterm_tensor = lambda: None
+        # Lightning's own SIGTERM flag is never set now: this callback's decision at logging steps stands in.
+        skip_sigterm_broadcast(trainer)
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args) -> None:
         # Every rank must agree before the (collective) save: one of them may have the signal first. With
@@ -61,8 +60,7 @@ class GracefulStop(L.Callback):
         if not trainer.strategy.reduce_boolean_decision(self.signum is not None, all=False):
             return
         self.signum = self.signum or signal.SIGTERM
-        self.saved = Path(trainer.default_root_dir) / "checkpoints" / "last.ckpt"
-        trainer.save_checkpoint(self.saved)
+        self.saved = self.last.save(trainer)
         trainer.should_stop = True
 
     def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:

@@ -19,10 +19,12 @@ from omegaconf import DictConfig, OmegaConf
 from data.datamodule import data_problems
 from data.tokenizer import tokenizer_fingerprint
 from model.inference.run_folder import RunLoadError, read_checkpoint
-from model.training.budget import max_time_seconds
-from model.training.checkpoint_io import resume_point
+from model.search import SearchConfig
 from model.training.schedule import schedule_problems
+from model.training.translation_module import module_problems
 from model.transformer import shape_problems
+from runtime.budget import max_time_seconds
+from runtime.checkpoint_io import resume_point
 
 
 log = logging.getLogger("train")
@@ -35,18 +37,43 @@ class SettingsError(ValueError):
 def check_config(cfg: DictConfig) -> None:
     """Refuse now, in one line, settings that would fail after the data cache is built or mid-epoch: each
     component says what it refuses (one rule, one place); what spans two of them is checked here."""
-    model, data = cfg.model, cfg.data
-    problems = (shape_problems(model, "model.") + data_problems(data, "data.")
-                + schedule_problems(cfg.module.schedule, "module.schedule."))
-    max_time = cfg.trainer.get("max_time")
+    model, data, module = cfg.model, cfg.data, cfg.module
+    problems = (shape_problems(model, "model.") + data_problems(data, "data.") + module_problems(module, "module.")
+                + schedule_problems(module.schedule, "module.schedule.") + runtime_problems(cfg.runtime, "runtime."))
     try:
-        max_time_seconds(max_time)
-    except ValueError:
-        problems.append(f"trainer.max_time={max_time!r} must be DD:HH:MM:SS (e.g. 00:00:30:00), or null")
+        SearchConfig(**{k: v for k, v in module.search.items() if k != "_target_"})
+    except (TypeError, ValueError) as error:
+        problems.append(f"module.search.{error}")
+    problems += [f"trainer.{key} is not Lightning's here: set runtime.{key}" for key in ("max_time", "precision")
+                 if key in cfg.trainer]
     if not problems and data.max_sentence_len > model.max_len:
         problems.append(f"data.max_sentence_len={data.max_sentence_len} exceeds model.max_len={model.max_len}")
     if problems:
         raise SettingsError("bad settings: " + "; ".join(problems))
+
+
+PRECISIONS = ("auto", "bf16-mixed", "16-mixed", "32-true", "bf16-true", "16-true", "64-true")  # and Lightning's aliases
+ALIASES = ("bf16", "16", "32", "64", 16, 32, 64)
+
+
+def runtime_problems(settings: DictConfig, prefix: str = "") -> list[str]:
+    """What the run machinery refuses among ``settings`` (``configs/runtime/``), one phrase each."""
+    problems = []
+    try:
+        max_time_seconds(settings.get("max_time"))
+    except ValueError:
+        problems.append(f"{prefix}max_time={settings.get('max_time')!r} must be DD:HH:MM:SS (e.g. 00:00:30:00), or null")
+    if settings.get("precision") not in PRECISIONS + ALIASES:
+        problems.append(f"{prefix}precision={settings.get('precision')!r} must be one of {', '.join(PRECISIONS)}")
+    if settings.get("asynchronous_checkpoints") not in ("auto", True, False):
+        problems.append(f"{prefix}asynchronous_checkpoints={settings.get('asynchronous_checkpoints')!r} must be "
+                        f"auto, true or false")
+    for key, kinds in (("last_every_n_steps", int), ("last_every_minutes", (int, float))):
+        value = settings.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kinds) or value <= 0):
+            problems.append(f"{prefix}{key}={value!r} must be a {'whole number' if kinds is int else 'number'} "
+                            f"above 0, or null")
+    return problems
 
 
 # Settings that decide the splits and the BPE vocabulary: a run folder keeps its own.

@@ -20,13 +20,11 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
+from model.training.metrics import distributed
+
 
 class NonFiniteLossError(FloatingPointError):
     """The training loss became NaN or inf: going on would only write broken weights."""
-
-
-def distributed() -> bool:
-    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 
 
 class NonFiniteGuard:
@@ -71,8 +69,7 @@ class NonFiniteGuard:
             bad = bad | self._loss_bad
         if self.skipped is not None:
             self.skipped += bad
-        if optimizer.defaults.get("fused"):
-            optimizer.found_inf = bad.float()  # read by the fused step: 1 skips the update
+        skip_fused_update(optimizer, bad)
 
     def check(self) -> None:
         """Raise ``NonFiniteLossError`` if any step so far had a non-finite loss, on any rank (reads the
@@ -88,3 +85,11 @@ class NonFiniteGuard:
                 step, what = earliest.item(), "another rank's training loss is not finite"
         if 0 <= step < float("inf"):
             raise NonFiniteLossError(f"{what} at step {int(step)}")
+
+
+def skip_fused_update(optimizer: torch.optim.Optimizer, skip: Tensor) -> None:
+    """Make a fused optimizer's next step skip its update where ``skip`` (a 0-d bool tensor, on the device) is
+    true, without reading it back: torch's fused step reads ``found_inf`` (an undocumented attribute, as a
+    gradient scaler sets it; tests/test_non_finite.py checks it still works). Other optimizers are left alone."""
+    if optimizer.defaults.get("fused"):
+        optimizer.found_inf = skip.float()

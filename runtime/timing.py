@@ -25,6 +25,8 @@ import lightning as L
 import torch
 from torch import Tensor
 
+from model.training.trainer_state import is_logging_step
+
 PHASES = ("data", "steps", "validation", "views", "checkpoints", "test", "rest")
 
 
@@ -131,12 +133,6 @@ class TimeSplitReport:
         return f"time split: {self.total_s / 60:.1f} min = {parts}; {d['steps']} steps, {rates}{mfu}"
 
 
-def is_logging_step(trainer: L.Trainer) -> bool:
-    """Whether Lightning sends this training step's metrics to the loggers (every ``log_every_n_steps``):
-    the steps at which reading device values back to Python is allowed."""
-    return trainer._logger_connector.should_update_logs
-
-
 def dense_macs_per_token(model: torch.nn.Module) -> tuple[int, int]:
     """Multiply-adds of the weight matrices per real source token and per real target token (forward).
 
@@ -172,8 +168,9 @@ def attention_macs(model: torch.nn.Module, batch: int, src_len: int, tgt_len: in
 
 
 class TimeSplit(L.Callback):
-    """Times the optimizer steps and validation on ``clock`` and counts the steps' tokens and FLOPs on
-    the device (read once, at the end): training FLOPs = 3 × forward (forward + backward), 2 per multiply-add."""
+    """Times the optimizer steps and validation on ``clock`` and counts the steps' tokens (what the module's
+    ``training_step`` returns as ``tokens``) and FLOPs on the device (read once, at the end): training FLOPs =
+    3 × forward (forward + backward), 2 per multiply-add."""
 
     def __init__(self, clock: RunClock) -> None:
         self.clock = clock
@@ -186,8 +183,7 @@ class TimeSplit(L.Callback):
         self.clock.start("steps", settle=False)
 
     def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, outputs, batch, batch_idx: int) -> None:
-        model, pad = pl_module.model, pl_module.model.pad_id
-        counts = torch.stack([(batch["src"] != pad).sum(), (batch["tgt_out"] != pad).sum()])  # stays on the device
+        model, counts = pl_module.model, outputs["tokens"]  # (source, target) real tokens, on the device
         self._token_counts = counts if self._token_counts is None else self._token_counts + counts
         self._attention_macs += attention_macs(model, batch["src"].size(0), batch["src"].size(1),
                                                batch["tgt_out"].size(1))
