@@ -1,4 +1,5 @@
-"""Train the English→Spanish Transformer: Hydra composes the config, Lightning trains.
+"""Train a translation Transformer (English→Spanish unless ``data.source_lang`` / ``data.target_lang`` say
+otherwise): Hydra composes the config, Lightning trains.
 
 Common runs:
 
@@ -6,6 +7,8 @@ Common runs:
     python train.py experiment=cpu                   # the recipe for a 2-core CPU, ~30 min (the default without CUDA)
     python train.py experiment=gpu                   # one GPU, 10 minutes: base-size model, bf16, batches on the GPU
     python train.py experiment=smoke                 # a minute: tiny model, data slice (what the tests run)
+    python train.py data.source_lang=es data.target_lang=en                       # Spanish→English, same corpus
+    python train.py data.target_lang=nl data.corpus_path=path/to/nld-eng.zip       # English→Dutch
     python train.py trainer=ddp                      # every GPU of the node, Lightning DDP
     python train.py trainer=ddp trainer.accelerator=cpu trainer.devices=2 experiment=smoke   # DDP on a CPU
     python train.py logger=csv runtime.max_time=00:00:05:00 model.d_model=128
@@ -72,7 +75,8 @@ def train(cfg: DictConfig) -> dict[str, float]:
         callbacks = [instantiate(c) for c in (cfg.get("callbacks") or {}).values() if c is not None]
         trainer = instantiate(cfg.trainer, logger=loggers or False, default_root_dir=str(run_dir),
                               **run.trainer_parts(callbacks))
-        log.info("model: %.1fM parameters; run folder: %s", sum(p.numel() for p in model.parameters()) / 1e6, run_dir)
+        log.info("%s model: %.1fM parameters; run folder: %s", datamodule.pair.describe(),
+                 sum(p.numel() for p in model.parameters()) / 1e6, run_dir)
         run.fit(trainer, module, datamodule)
         if cfg.get("optimized_metric"):  # a search's objective: the final weights, not the last validation's
             trainer.validate(module, datamodule=datamodule, weights_only=True, verbose=False)

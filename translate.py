@@ -1,4 +1,6 @@
-"""Translate English to Spanish with a trained run.  Options are key=value; other arguments are sentences.
+"""Translate with a trained run, from its source language to its target language (the data.source_lang and
+data.target_lang of its config.yaml; English to Spanish for a run that names none).  Options are key=value;
+other arguments are sentences.
 
     python translate.py run=outputs/my_run "I like cats." "Where is the station?"
     cat english.txt | python translate.py run=outputs/my_run > spanish.txt
@@ -219,6 +221,9 @@ def translate_lines(cfg: TranslateConfig, sentences: list[str], translator: Tran
                 lines: Iterable[str] = sentences
             else:
                 stream = files.enter_context(open(cfg.input, "rb")) if cfg.input and cfg.input != "-" else sys.stdin.buffer
+                if stream.isatty():  # someone typing: say what to type
+                    print(f"translate.py: {translator.settings.pair.describe()}: type {translator.settings.pair.names[0]} "
+                          f"sentences, one a line; Ctrl-D ends", file=sys.stderr)
                 lines = reader = LineReader(stream, max_bytes=4 * translator.max_source_chars)
             out = (files.enter_context(atomic_file(target, partial=partial, keep_on=(KeyboardInterrupt,)))
                    if target else sys.stdout)

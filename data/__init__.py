@@ -1,4 +1,4 @@
-"""The data pipeline: Tatoeba corpus -> leak-free splits -> BPE -> token-budget batches.
+"""The data pipeline: a parallel corpus (Tatoeba English–Spanish by default) -> leak-free splits -> BPE -> batches.
 
 Knows nothing of the model: it hands out token-id tensors, vocabulary sizes and special ids.
 The package itself imports nothing, so that ``data.lines`` or ``data.tokenizer`` come without

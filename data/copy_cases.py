@@ -12,7 +12,7 @@ import random
 from collections import defaultdict
 from dataclasses import dataclass
 
-from data.copy_slots import occurrences
+from data.copy_slots import contains
 
 PEOPLE = ("Bronislawa", "Obiageli", "Vladlen", "Harpreet", "Xiuying", "Ryota", "Khadija", "Cengiz", "Phuong",
           "Grainne", "Przemyslaw", "Chukwuemeka", "Radoslav", "Sunita", "Zhenya", "Hideki", "Mustafa", "Oyelaran",
@@ -66,15 +66,10 @@ def cases(seed: int = 0) -> list[Case]:
     return made
 
 
-def found_verbatim(entity: str, translation: str) -> bool:
-    """``entity`` in ``translation`` as a whole: not inside a longer word or number."""
-    return occurrences(entity).search(translation) is not None
-
-
 def copy_shares(checked: list[Case], translations: list[str]) -> dict[str, tuple[int, int]]:
     """Per kind: (translations holding their entity verbatim, cases)."""
     shares: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for case, translation in zip(checked, translations, strict=True):
-        shares[case.kind][0] += found_verbatim(case.entity, translation)
+        shares[case.kind][0] += contains(translation, case.entity)
         shares[case.kind][1] += 1
     return {kind: (copied, total) for kind, (copied, total) in shares.items()}

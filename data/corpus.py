@@ -1,32 +1,31 @@
-"""Find the Tatoeba English–Spanish corpus (local file, env var, shared copy, or download) and parse it.
+"""Find a run's corpus: the file given, the env var's, the shared copy, the cache, or the download.
 
-Corpus: sentence pairs from tatoeba.org as packaged by manythings.org (CC-BY 2.0 FR),
-``spa-eng/spa.txt``: ``English<TAB>Spanish[<TAB>attribution]`` one pair per line.
+The default, English–Spanish, is Tatoeba's sentence pairs as packaged by manythings.org (CC-BY 2.0 FR),
+``spa-eng/spa.txt``; it is downloaded when nowhere to be found. Another pair with English is looked for
+under its manythings names (``nld-eng.zip``, ``nld.txt``) in the same places; any other corpus is given
+as ``data.corpus_path`` (``data/readers.py`` reads every format).
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import logging
 import os
-import unicodedata
 import urllib.request
 import zipfile
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from data.atomic_file import atomic_file
+from data.languages import LanguagePair, download_language
 
 log = logging.getLogger(__name__)
 
 DOWNLOAD_URL = "http://storage.googleapis.com/download.tensorflow.org/data/spa-eng.zip"
-ENV_VAR = "SPA_ENG_DATA"  # a folder holding spa-eng.zip (or spa.txt), or the file itself
+DOWNLOADABLE = "spa-eng.zip"  # the one corpus fetched when missing; other pairs: https://www.manythings.org/anki/
+ENV_VAR = "SPA_ENG_DATA"  # a folder holding the corpus (spa-eng.zip, nld-eng.zip, ...), or the file itself
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-SHARED_COPY = PROJECT_ROOT.parent / "shared" / "data" / "spa-eng.zip"
+SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "attention-from-scratch"
-FILE_NAMES = ("spa-eng.zip", "spa.txt")
 
 
 class CorpusNotFoundError(FileNotFoundError):
@@ -37,67 +36,61 @@ class CorpusError(ValueError):
     """A corpus file that is not usable: not a zip or UTF-8 text, or mostly not sentence pairs."""
 
 
-@dataclass
-class ParseReport:
-    """What parsing kept and skipped, so that nothing is dropped silently."""
-
-    kept: int = 0
-    skipped_malformed: int = 0  # not 2 or 3 tab-separated columns
-    skipped_empty: int = 0  # an empty English or Spanish side
-    three_columns: int = 0  # newer releases add an attribution column (kept, column dropped)
-    renormalized: int = 0  # lines that were not in Unicode NFC
-    examples: list[str] = field(default_factory=list)  # first few skipped lines, for the report
-
-    @property
-    def skipped(self) -> int:
-        return self.skipped_malformed + self.skipped_empty
-
-    def summary(self) -> str:
-        text = (
-            f"{self.kept} pairs kept; skipped {self.skipped} lines "
-            f"({self.skipped_malformed} malformed, {self.skipped_empty} empty); "
-            f"{self.three_columns} had an attribution column; {self.renormalized} re-normalized to NFC"
-        )
-        if self.examples:
-            text += "; first skipped: " + " | ".join(repr(e[:60]) for e in self.examples)
-        return text
+def _found(folder: Path, pair: LanguagePair) -> Path | None:
+    return next((folder / name for name in pair.tatoeba_names() if (folder / name).is_file()), None)
 
 
-def _candidates(folder: Path) -> list[Path]:
-    return [folder / name for name in FILE_NAMES] + [folder / "spa-eng" / "spa.txt"]
+def aligned_files(prefix: Path, pair: LanguagePair) -> tuple[Path, Path]:
+    """``prefix.<source>`` and ``prefix.<target>`` (Moses style: ``corpus.en``, ``corpus.nl``)."""
+    return prefix.with_name(f"{prefix.name}.{pair.source}"), prefix.with_name(f"{prefix.name}.{pair.target}")
+
+
+def corpus_files(path: Path, pair: LanguagePair) -> list[Path]:
+    """The files a located corpus reads: itself, or the two aligned files of a prefix."""
+    return [path] if path.is_file() else list(aligned_files(path, pair))
+
+
+def _given(given: Path, pair: LanguagePair) -> Path:
+    """``data.corpus_path``: a file, a folder holding the pair's download, or an aligned files' prefix."""
+    if given.is_file() or all(f.is_file() for f in aligned_files(given, pair)):
+        return given
+    if given.is_dir() and (found := _found(given, pair)):
+        return found
+    expected = " or ".join(pair.tatoeba_names()[:2]) or "a .tsv file"
+    source, target = aligned_files(given, pair)
+    raise CorpusNotFoundError(f"corpus path {given} does not exist (expected {expected}, a .tsv file, "
+                              f"or aligned files {source.name} + {target.name})")
 
 
 def locate_corpus(path: str | os.PathLike | None = None, cache_dir: str | os.PathLike | None = None,
-                  download: bool = True, sha256: str | None = None) -> Path:
-    """Return the corpus file, looking in order at:
+                  download: bool = True, sha256: str | None = None, pair: LanguagePair = LanguagePair()) -> Path:
+    """Return the corpus of ``pair`` (a file, or the prefix of two aligned files), looking in order at:
 
-    1. ``path`` (a .zip or .txt file, or a folder holding one);
-    2. the folder or file named by the ``SPA_ENG_DATA`` environment variable;
-    3. ``../shared/data/spa-eng.zip`` beside the project;
-    4. the cache folder (a previous download), else download it there (progress bar,
-       zip check, and ``sha256`` check when given).
+    1. ``path`` (a .zip, .txt or .tsv file, a folder holding the pair's download, or a prefix);
+    2. the folder or file named by the ``SPA_ENG_DATA`` environment variable (a file whose name says
+       another language, ``nld-eng.zip`` for English–Spanish, is passed over);
+    3. ``../shared/data/`` beside the project;
+    4. the cache folder (a previous download), else, for English–Spanish, download it there
+       (progress bar, zip check, and ``sha256`` check when given).
     """
     if path is not None:
-        given = Path(path).expanduser()
-        if given.is_file():
-            return given
-        found = [p for p in _candidates(given) if p.is_file()] if given.is_dir() else []
-        if found:
-            return found[0]
-        raise CorpusNotFoundError(f"corpus path {given} does not exist (expected spa-eng.zip or spa.txt)")
+        return _given(Path(path).expanduser(), pair)
     if os.environ.get(ENV_VAR):
         env_path = Path(os.environ[ENV_VAR]).expanduser()
-        found = [env_path] if env_path.is_file() else [p for p in _candidates(env_path) if p.is_file()]
-        if found:
-            return found[0]
-        raise CorpusNotFoundError(f"${ENV_VAR}={env_path} holds no spa-eng.zip or spa.txt")
-    if SHARED_COPY.is_file():
-        return SHARED_COPY
+        if env_path.is_file() and download_language(env_path.name) in (None, pair.other_than_english()):
+            return env_path
+        if found := _found(env_path, pair) if env_path.is_dir() else None:
+            return found
+        if not env_path.exists():
+            raise CorpusNotFoundError(f"${ENV_VAR}={env_path} does not exist")
     cache = Path(cache_dir or DEFAULT_CACHE).expanduser()
-    cached = cache / "spa-eng.zip"
-    if cached.is_file():
-        return cached
-    if not download:
+    if found := _found(SHARED_DATA, pair) or _found(cache, pair):
+        return found
+    if not pair.tatoeba_names():
+        raise CorpusNotFoundError(f"no corpus for {pair.describe()}: pass data.corpus_path=/path/to/a.tsv "
+                                  f"(or aligned files' prefix)")
+    cached = cache / pair.tatoeba_names()[0]
+    if not download or cached.name != DOWNLOADABLE:
         raise CorpusNotFoundError(_where_to_put_it(cached))
     from filelock import FileLock
 
@@ -107,9 +100,10 @@ def locate_corpus(path: str | os.PathLike | None = None, cache_dir: str | os.Pat
 
 
 def _where_to_put_it(cached: Path) -> str:
+    origin = DOWNLOAD_URL if cached.name == DOWNLOADABLE else "https://www.manythings.org/anki/"
     return (
-        f"Tatoeba corpus not found and not downloadable. Put spa-eng.zip (from {DOWNLOAD_URL}) at {cached}, "
-        f"or set {ENV_VAR}=/folder/with/spa-eng.zip, or pass data.corpus_path=/path/to/spa-eng.zip"
+        f"Tatoeba corpus not found and not downloadable. Put {cached.name} (from {origin}) at {cached}, "
+        f"or set {ENV_VAR}=/folder/with/{cached.name}, or pass data.corpus_path=/path/to/{cached.name}"
     )
 
 
@@ -142,78 +136,3 @@ def _download(target: Path, sha256: str | None) -> Path:
         raise CorpusNotFoundError(f"{_where_to_put_it(target)} (download failed: {error})") from error
     log.info("downloaded %s (sha256 %s)", target, digest)
     return target
-
-
-def corpus_lines(path: str | os.PathLike) -> list[str]:
-    """Text lines of ``spa.txt``, from the zip or the plain file: a byte-order mark is dropped, bad
-    UTF-8 bytes become U+FFFD. A damaged zip or a file that is not text is a ``CorpusError``."""
-    path = Path(path)
-    if not path.is_file():
-        raise CorpusNotFoundError(f"corpus file {path} does not exist")
-    if path.suffix == ".zip" or zipfile.is_zipfile(path):
-        try:
-            with zipfile.ZipFile(path) as archive:
-                members = [n for n in archive.namelist() if n.endswith("spa.txt")]
-                if not members:
-                    raise CorpusNotFoundError(f"{path} holds no spa.txt")
-                raw = archive.read(members[0])
-        except (zipfile.BadZipFile, EOFError, OSError) as error:  # truncated or damaged
-            raise CorpusError(f"{path}: not a readable zip archive ({error})") from None
-    else:
-        raw = path.read_bytes()
-    if b"\x00" in raw:  # UTF-8 text never holds a NUL byte; binary files do
-        raise CorpusError(f"{path}: not a text file (it holds NUL bytes); expected spa-eng.zip or UTF-8 spa.txt")
-    return io.StringIO(raw.decode("utf-8-sig", errors="replace")).read().splitlines()
-
-
-def parse_lines(lines: list[str]) -> tuple[list[tuple[str, str]], ParseReport]:
-    """Parse ``English<TAB>Spanish[<TAB>attribution]`` lines into NFC, stripped pairs."""
-    report, pairs = ParseReport(), []
-    for line in lines:
-        columns = line.rstrip("\r\n").split("\t")
-        if len(columns) in (2, 3):
-            report.three_columns += len(columns) == 3
-            _keep_clean(columns[0], columns[1], line, pairs, report)
-        else:
-            if line.strip():
-                report.skipped_malformed += 1
-            else:  # a blank line is an empty pair
-                report.skipped_empty += 1
-            if len(report.examples) < 3:
-                report.examples.append(line)
-    report.kept = len(pairs)
-    return pairs, report
-
-
-def clean_pairs(raw: Iterable[tuple[str, str]]) -> tuple[list[tuple[str, str]], ParseReport]:
-    """NFC + strip already-split pairs (e.g. from a Hugging Face dataset); empty ones are skipped."""
-    report, pairs = ParseReport(), []
-    for english, spanish in raw:
-        _keep_clean(english or "", spanish or "", f"{english}\t{spanish}", pairs, report)
-    report.kept = len(pairs)
-    return pairs, report
-
-
-def _keep_clean(english: str, spanish: str, line: str, pairs: list, report: ParseReport) -> None:
-    clean = tuple(unicodedata.normalize("NFC", text).strip() for text in (english, spanish))
-    if clean != (english.strip(), spanish.strip()):
-        report.renormalized += 1
-    if all(clean):
-        pairs.append(clean)
-        return
-    report.skipped_empty += 1
-    if len(report.examples) < 3:
-        report.examples.append(line)
-
-
-def load_pairs(path: str | os.PathLike) -> tuple[list[tuple[str, str]], ParseReport]:
-    """Read and parse a corpus file; the report is logged once, as a warning if lines were skipped.
-
-    A file with more malformed lines than pairs is refused (``CorpusError``): it is not this corpus.
-    """
-    pairs, report = parse_lines(corpus_lines(path))
-    if report.skipped_malformed > report.kept:
-        raise CorpusError(f"{path}: {report.skipped_malformed} malformed lines against {report.kept} "
-                          f"English<TAB>Spanish pairs: not a sentence-pair corpus")
-    (log.warning if report.skipped else log.info)("%s: %s", path, report.summary())
-    return pairs, report

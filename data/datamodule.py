@@ -18,12 +18,14 @@ from pathlib import Path
 
 import lightning as L
 import torch
-from datasets import DatasetDict, load_dataset, load_from_disk
+from datasets import DatasetDict, load_from_disk
 from filelock import FileLock
 from torch.utils.data import DataLoader
 
 from data.atomic_file import os_cause
-from data.corpus import DEFAULT_CACHE, ParseReport, clean_pairs, load_pairs, locate_corpus
+from data.corpus import DEFAULT_CACHE, corpus_files, locate_corpus
+from data.languages import LanguagePair, pair_problems
+from data.readers import ParseReport, hub_pairs, read_pairs
 from data.device_batches import DeviceBatches
 from data.sampler import Collator, TokenBucketBatchSampler
 from data.splits import column, split_pairs
@@ -40,7 +42,7 @@ class DataCacheError(OSError):
 def data_problems(settings: Mapping, prefix: str = "") -> list[str]:
     """What ``TranslationDataModule`` refuses among ``settings`` (its arguments), one phrase each, keys
     written with ``prefix`` (``data.`` in train.py's check of a whole config)."""
-    problems = []
+    problems = pair_problems(settings.get("source_lang", "en"), settings.get("target_lang", "es"), prefix)
     for key in ("vocab_size", "max_tokens", "max_sentence_len"):
         value = settings.get(key, 1)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -66,16 +68,16 @@ def data_problems(settings: Mapping, prefix: str = "") -> list[str]:
 
 
 class TranslationDataModule(L.LightningDataModule):
-    """English→Spanish data for training, validation (multi-reference) and test."""
+    """One language pair's data (English→Spanish by default) for training, validation (multi-reference) and test."""
 
     def __init__(
         self,
         corpus_path: str | None = None,
+        source_lang: str = "en",
+        target_lang: str = "es",
         hub_path: str | None = None,
         hub_name: str | None = None,
         hub_split: str = "train",
-        src_lang: str = "en",
-        tgt_lang: str = "es",
         cache_dir: str | None = None,
         download: bool = True,
         val_fraction: float = 0.02,
@@ -97,6 +99,7 @@ class TranslationDataModule(L.LightningDataModule):
         if problems := data_problems(self.hparams):
             raise ValueError("; ".join(problems))
         self.cache_dir = Path(cache_dir or DEFAULT_CACHE).expanduser()  # the setting, as a path
+        self.pair = LanguagePair(source_lang, target_lang)
         self.tokenizer: TranslationTokenizer | None = None
         self.splits: DatasetDict | None = None
         self.report: ParseReport | None = None
@@ -105,16 +108,20 @@ class TranslationDataModule(L.LightningDataModule):
     def _source_description(self) -> dict:
         hp = self.hparams
         if hp.hub_path:
-            return {"hub": hp.hub_path, "name": hp.hub_name, "split": hp.hub_split, "langs": [hp.src_lang, hp.tgt_lang]}
-        path = locate_corpus(hp.corpus_path, self.cache_dir, download=hp.download)
-        stat = path.stat()
-        return {"corpus": str(path.resolve()), "size": stat.st_size, "mtime": stat.st_mtime_ns}
+            return {"hub": hp.hub_path, "name": hp.hub_name, "split": hp.hub_split}
+        files = corpus_files(self._corpus(), self.pair)
+        return {"corpus": [str(f.resolve()) for f in files], "size": [f.stat().st_size for f in files],
+                "mtime": [f.stat().st_mtime_ns for f in files]}
+
+    def _corpus(self) -> Path:
+        return locate_corpus(self.hparams.corpus_path, self.cache_dir, download=self.hparams.download, pair=self.pair)
 
     def settings_folder(self) -> Path:
         """This data's folder in the cache: named by a hash of the source and every setting that shapes it."""
         hp = self.hparams
         settings = {
             "source": self._source_description(),
+            "pair": [self.pair.source, self.pair.target],
             "split": [hp.val_fraction, hp.test_fraction, hp.seed, hp.limit_pairs],
             "bpe": [hp.vocab_size, hp.joint_vocab, hp.split_digits, hp.copy_slots],
             "version": CACHE_VERSION,
@@ -125,11 +132,9 @@ class TranslationDataModule(L.LightningDataModule):
     def _read_pairs(self) -> tuple[list[tuple[str, str]], ParseReport]:
         hp = self.hparams
         if hp.hub_path:
-            rows = load_dataset(hp.hub_path, hp.hub_name, split=hp.hub_split)
-            pairs, report = clean_pairs((r["translation"][hp.src_lang], r["translation"][hp.tgt_lang]) for r in rows)
-            (log.warning if report.skipped else log.info)("%s: %s", hp.hub_path, report.summary())
+            pairs, report = hub_pairs(hp.hub_path, hp.hub_name, hp.hub_split, self.pair)
         else:
-            pairs, report = load_pairs(locate_corpus(hp.corpus_path, self.cache_dir, download=hp.download))
+            pairs, report = read_pairs(self._corpus(), self.pair)
         if hp.limit_pairs:  # a seeded sample, for quick runs
             generator = torch.Generator().manual_seed(hp.seed)
             keep = sorted(torch.randperm(len(pairs), generator=generator)[: hp.limit_pairs].tolist())
@@ -254,7 +259,7 @@ class TranslationDataModule(L.LightningDataModule):
         return {"pad_id": t.pad_id, "bos_id": t.bos_id, "eos_id": t.eos_id}
 
     def references(self, split: str) -> list[list[str]]:
-        """All Spanish translations of each row of ``split`` (row order = batch ``index``)."""
+        """All translations of each row of ``split`` (row order = batch ``index``)."""
         return column(self.splits[split], "refs")
 
     def sources(self, split: str) -> list[str]:

@@ -1,13 +1,13 @@
 """Leak-free, seeded train / validation / test splits as a ``datasets.DatasetDict``.
 
-Tatoeba lists one English sentence many times, once per Spanish translation ("Go." →
-"Ve.", "Vete.", "Vaya."), and near-copies differ only in case or punctuation ("Go!").
-A random split by line would put the same sentence in train and test, so we split by
-*sentence group*: every pair whose English side normalizes to the same key (lower-case,
-letters and digits only) lands in the same split.
+Tatoeba lists one sentence many times, once per translation ("Go." → "Ve.", "Vete.", "Vaya."; and,
+trained the other way, "Ve." → "Go.", "Go away."), and near-copies differ only in case or punctuation
+("Go!"). A random split by line would put the same sentence in train and test, so we split by
+*sentence group*: every pair whose source side normalizes to the same key (lower-case, letters and
+digits only, in any script) lands in the same split, whichever direction is trained.
 
-Train keeps one row per pair. Validation and test keep one row per distinct English sentence, with
-all of its Spanish translations as references for multi-reference BLEU.
+Train keeps one row per pair. Validation and test keep one row per distinct source sentence, with
+all of its translations as references for multi-reference BLEU.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import pyarrow as pa
 from datasets import Dataset, DatasetDict
 
 
-def group_key(english: str) -> str:
+def group_key(source: str) -> str:
     """Normalization that decides leakage: 'Go!' and 'go.' are the same sentence."""
-    return "".join(ch for ch in english.lower() if ch.isalnum())
+    return "".join(ch for ch in source.lower() if ch.isalnum())
 
 
 def dataset(columns: dict[str, list]) -> Dataset:
@@ -45,15 +45,15 @@ def split_pairs(
     test_fraction: float = 0.02,
     seed: int = 1234,
 ) -> DatasetDict:
-    """Assign whole sentence groups to splits, deterministically for a given seed.
+    """Assign whole sentence groups of ``(source, target)`` pairs to splits, deterministically for a seed.
 
     Returns splits with columns ``src``, ``tgt``, ``refs`` (train: ``refs == [tgt]``).
     """
     if not 0 <= val_fraction < 1 or not 0 <= test_fraction < 1 or val_fraction + test_fraction >= 1:
         raise ValueError(f"bad split fractions: validation {val_fraction}, test {test_fraction}")
     groups: dict[str, list[int]] = defaultdict(list)
-    for i, (english, _) in enumerate(pairs):
-        groups[group_key(english)].append(i)
+    for i, (source, _) in enumerate(pairs):
+        groups[group_key(source)].append(i)
     keys = sorted(groups)
     random.Random(seed).shuffle(keys)
     # Fill validation and test up to their share of *pairs*, then the rest is train.
@@ -70,14 +70,14 @@ def split_pairs(
         src, tgt, refs = [], [], []
         for key in sorted(assigned[split]):
             indices = groups[key]
-            if grouped:  # one row per distinct English sentence, every translation as a reference
-                by_english: dict[str, list[str]] = defaultdict(list)
+            if grouped:  # one row per distinct source sentence, every translation as a reference
+                by_source: dict[str, list[str]] = defaultdict(list)
                 for i in indices:
-                    by_english[pairs[i][0]].append(pairs[i][1])
-                for english, spanish in by_english.items():
-                    src.append(english)
-                    tgt.append(spanish[0])
-                    refs.append(spanish)
+                    by_source[pairs[i][0]].append(pairs[i][1])
+                for source, targets in by_source.items():
+                    src.append(source)
+                    tgt.append(targets[0])
+                    refs.append(targets)
             else:
                 for i in indices:
                     src.append(pairs[i][0])

@@ -2,7 +2,7 @@
 
 Byte-level means every string can be encoded — accents, ñ, ¿ ¡, emoji, unseen scripts —
 with no unknown token, and decoding gives the text back byte for byte, spacing included.
-One joint English+Spanish vocabulary by default (so embeddings can be shared); separate
+One joint vocabulary for the source and target languages by default (so embeddings can be shared); separate
 vocabularies as an option. With copy slots (``data/copy_slots.py``), names and numbers are slot
 tokens of their own. Saved as ``tokenizer.json`` (joint) or ``tokenizer.src.json`` +
 ``tokenizer.tgt.json``, and ``copy_slots.json``, next to the checkpoints.

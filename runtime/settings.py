@@ -17,6 +17,7 @@ from filelock import FileLock, Timeout
 from omegaconf import DictConfig, OmegaConf
 
 from data.datamodule import data_problems
+from data.languages import pair_of
 from data.tokenizer import tokenizer_fingerprint
 from model.inference.run_folder import RunLoadError, read_checkpoint
 from model.search import SearchConfig
@@ -92,6 +93,7 @@ def check_run_folder(cfg: DictConfig, run_dir: Path, model_config: dict, tokeniz
     old = OmegaConf.load(saved)
     differ = [f"model.{k}" for k, v in model_config.items() if old.model.get(k) != v]
     differ += [f"data.{k}" for k in DATA_KEYS if old.data.get(k) != cfg.data.get(k)]
+    differ += ["data.source_lang / data.target_lang"] if pair_of(old.data) != pair_of(cfg.data) else []  # older: en→es
     differ += ["seed"] if old.get("seed") != cfg.seed else []
     if not differ and tokenizer_fingerprint(run_dir) != tokenizer_fingerprint(tokenizer_folder):
         differ.append("the tokenizer (tokenizer.json)")

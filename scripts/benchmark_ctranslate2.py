@@ -28,7 +28,7 @@ from runtime.precision import machine_name
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", help="a run folder made by train.py")
-    parser.add_argument("lines", type=Path, help="English sentences, one a line")
+    parser.add_argument("lines", type=Path, help="source-language sentences, one a line")
     parser.add_argument("refs", type=Path, help="their references, one JSON list a line (scripts/export_split.py)")
     parser.add_argument("--ids", type=Path, help="our output ids as JSON: compared with if the file exists, else "
                         "written (the same outputs before and after a change to the search)")

@@ -44,7 +44,7 @@ def through_server(port: int, sentences: list[str], clients: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run", help="a run folder made by train.py")
-    parser.add_argument("lines", type=Path, help="English sentences, one a line (e.g. scripts/export_split.py's)")
+    parser.add_argument("lines", type=Path, help="source-language sentences, one a line (e.g. scripts/export_split.py's)")
     parser.add_argument("--sentences", type=int, default=400, help="how many of them")
     args = parser.parse_args()
     sentences = [line for line in args.lines.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import argparse
 
-from data.copy_cases import cases, copy_shares, found_verbatim
+from data.copy_cases import cases, copy_shares
+from data.copy_slots import contains
 
 
 def main() -> None:
@@ -29,7 +30,7 @@ def main() -> None:
     print(f"{args.run}: entities found verbatim in the translation ({translator.settings.search})")
     for kind, (copied, total) in copy_shares(checked, translations).items():
         print(f"   {kind:22s} {copied:4d} / {total:<4d} {copied / total:6.1%}")
-        misses = [(c, t) for c, t in zip(checked, translations) if c.kind == kind and not found_verbatim(c.entity, t)]
+        misses = [(c, t) for c, t in zip(checked, translations) if c.kind == kind and not contains(t, c.entity)]
         for case, translation in misses[: args.show]:
             print(f"      {case.sentence}  →  {translation}")
 

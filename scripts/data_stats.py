@@ -41,7 +41,7 @@ def main() -> None:
             pairs = sum(len(r) for r in split["refs"])
             print(f"{name:10s} {len(split):6d} rows, {pairs:6d} pairs")
         train = datamodule.splits["train"]
-        for column, label in (("src_ids", "English (+EOS)"), ("tgt_ids", "Spanish")):
+        for column, label in (("src_ids", f"{datamodule.pair.names[0]} (+EOS)"), ("tgt_ids", datamodule.pair.names[1])):
             lengths = sorted(len(ids) for ids in train[column])
             p99 = lengths[int(0.99 * (len(lengths) - 1))]
             print(f"BPE tokens per sentence, {label}: mean {statistics.mean(lengths):.1f}, p99 {p99}, max {lengths[-1]}")

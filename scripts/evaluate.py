@@ -3,6 +3,7 @@
     python scripts/evaluate.py hypotheses.txt references.tsv        # source<TAB>reference lines
     python scripts/evaluate.py hypotheses.txt references.jsonl      # one JSON list of references a line
     python scripts/evaluate.py hypotheses.txt refs.txt              # plain text: one reference a line
+    python scripts/evaluate.py hypotheses.txt refs.txt --target-lang zh   # BLEU tokenized for Chinese
 
 TSV references are grouped by source, in order of first appearance: the hypotheses file
 has one line per distinct source. Prints BLEU, chrF and their sacreBLEU signatures.
@@ -41,22 +42,24 @@ def read_references(path: str | Path) -> list[list[str]]:
     return [[line] for line in lines]
 
 
-def evaluate(hypotheses_path: str | Path, references_path: str | Path) -> Scores:
+def evaluate(hypotheses_path: str | Path, references_path: str | Path, target_lang: str = "es") -> Scores:
     hypotheses = Path(hypotheses_path).read_text(encoding="utf-8").splitlines()
     references = read_references(references_path)
     if len(hypotheses) != len(references):
         raise ValueError(f"{hypotheses_path} has {len(hypotheses)} lines but {references_path} "
                          f"has {len(references)} sentences")
-    return corpus_scores(hypotheses, references)
+    return corpus_scores(hypotheses, references, target_lang)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("hypotheses", help="translations, one a line")
     parser.add_argument("references", help=".tsv (source<TAB>reference), .jsonl (JSON lists) or plain text")
+    parser.add_argument("--target-lang", default="es", help="the translations' language (ISO 639-1): BLEU's "
+                        "tokenizer follows it (zh, ja, ...: the signature says which)")
     args = parser.parse_args(argv)
     try:
-        scores = evaluate(args.hypotheses, args.references)
+        scores = evaluate(args.hypotheses, args.references, args.target_lang)
     except (OSError, ValueError) as error:
         parser.exit(2, f"evaluate.py: {error}\n")
     print(f"BLEU = {scores.bleu:.2f}   {scores.bleu_signature}")

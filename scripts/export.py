@@ -36,7 +36,8 @@ def main() -> int:
         run = Translator.load(args.run, device="cpu")
         folder = Path(args.out) if args.out else run.files.folder / args.to
         if args.to == "ctranslate2":
-            export_ctranslate2(run.model, run.tokenizer, run.files.checkpoint, folder, args.quantization)
+            export_ctranslate2(run.model, run.tokenizer, run.files.checkpoint, folder, args.quantization,
+                               run.settings.pair)
         else:
             from model.inference.export_transformers import export_transformers
 

@@ -1,11 +1,13 @@
-"""Write a split's English sources and Spanish references, for translate.py + evaluate.py.
+"""Write a split's sources and references (the run's data settings' languages), for translate.py + evaluate.py.
 
     python scripts/export_split.py --split test --out /tmp/test
     python translate.py run=outputs/my_run input=/tmp/test.en output=/tmp/test.hyp
     python scripts/evaluate.py /tmp/test.hyp /tmp/test.refs.jsonl
 
-Files written: <out>.en (one source a line) and <out>.refs.jsonl (a JSON list of all
-references per line). They are derived from the corpus: keep them out of the repository.
+    python scripts/export_split.py --source-lang nl --target-lang en --corpus nld-eng.zip --out /tmp/nl
+
+Files written: <out>.<source language> (one source a line: test.en) and <out>.refs.jsonl (a JSON
+list of all references per line). They are derived from the corpus: keep them out of the repository.
 """
 
 from __future__ import annotations
@@ -20,20 +22,24 @@ from data.datamodule import TranslationDataModule
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", default="test", choices=["train", "validation", "test"])
-    parser.add_argument("--out", required=True, help="path prefix for the .en and .refs.jsonl files")
-    parser.add_argument("--corpus", default=None, help="spa-eng.zip or spa.txt (default: as train.py finds it)")
+    parser.add_argument("--out", required=True, help="path prefix for the sources' and .refs.jsonl files")
+    parser.add_argument("--corpus", default=None, help="data.corpus_path (default: as train.py finds it)")
+    parser.add_argument("--source-lang", default="en", help="data.source_lang")
+    parser.add_argument("--target-lang", default="es", help="data.target_lang")
     parser.add_argument("--cache-dir", default=None)
     args = parser.parse_args()
-    datamodule = TranslationDataModule(corpus_path=args.corpus, cache_dir=args.cache_dir)  # default data settings
+    datamodule = TranslationDataModule(corpus_path=args.corpus, source_lang=args.source_lang,
+                                       target_lang=args.target_lang, cache_dir=args.cache_dir)  # default splits
     datamodule.setup()
     sources, references = datamodule.sources(args.split), datamodule.references(args.split)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    Path(f"{out}.en").write_text("".join(s + "\n" for s in sources), encoding="utf-8")
+    Path(f"{out}.{args.source_lang}").write_text("".join(s + "\n" for s in sources), encoding="utf-8")
     with open(f"{out}.refs.jsonl", "w", encoding="utf-8") as f:
         for refs in references:
             f.write(json.dumps(refs, ensure_ascii=False) + "\n")
-    print(f"{len(sources)} sentences ({sum(map(len, references))} references) -> {out}.en, {out}.refs.jsonl")
+    print(f"{len(sources)} sentences ({sum(map(len, references))} references) -> {out}.{args.source_lang}, "
+          f"{out}.refs.jsonl")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import json
 import signal
 import threading
@@ -84,8 +85,10 @@ class Refused(Exception):
 def create_app(translator: Translator, limits: Limits = Limits(), hosts: set[str] | None = None) -> FastAPI:
     """The app for one loaded run, searching with its settings (the run's, with the command line's);
     ``hosts``: the Host headers answered (None: any, as for a test client)."""
-    app = FastAPIOffline(title="Attention, from scratch: English→Spanish", lifespan=model_thread, redoc_url=None,
-                         description="Translate with a trained run; see the attention of a translation.")
+    pair = translator.settings.pair
+    app = FastAPIOffline(title=f"Attention, from scratch: {pair.describe()}", lifespan=model_thread, redoc_url=None,
+                         description=f"Translate {pair.describe(' to ')} with a trained run; see the attention of "
+                                     f"a translation.")
     app.state.translator, app.state.limits = translator, limits
     app.state.batcher = Batcher(translator, limits)
     app.exception_handler(RequestValidationError)(one_line)
@@ -192,9 +195,15 @@ async def translate(request: TranslateRequest, http: Request) -> TranslateRespon
 
 
 async def page(http: Request) -> str:
-    """The page: type English, see the Spanish and the attention that produced it."""
-    defaults = {"beam_size": http.app.state.translator.settings.search.beam_size, "max_beam": MAX_BEAM}
+    """The page: type the run's source language, see the translation and the attention that produced it."""
+    settings = http.app.state.translator.settings
+    defaults = {"beam_size": settings.search.beam_size, "max_beam": MAX_BEAM}
+    pair = settings.pair
     return (PAGE.read_text(encoding="utf-8")
+            .replace("__SOURCE_CODE__", html.escape(pair.source))
+            .replace("__SOURCE__", html.escape(pair.names[0]))
+            .replace("__TARGET__", html.escape(pair.names[1]))
+            .replace("__EXAMPLE__", "The sky is blue." if pair.source == "en" else "")
             .replace("__DEFAULTS__", json.dumps(defaults))
             .replace("__EXPLORER__", json.dumps(TEMPLATE.read_text(encoding="utf-8")).replace("<", "\\u003c")))
 
@@ -238,7 +247,7 @@ def serve(translator: Translator, host: str = "127.0.0.1", port: int = 8000, lim
         raise Stopped()
 
     signal.signal(signal.SIGTERM, stop)
-    say(f"serving on http://{host}:{port}/ (API docs: /docs); Ctrl-C stops")
+    say(f"serving on http://{host}:{port}/ ({translator.settings.pair.describe()}; API docs: /docs); Ctrl-C stops")
     code = 0
     try:
         batcher.run()

@@ -1,13 +1,14 @@
 """data/copy_cases.py: the sentences the copy check builds and how it counts what was copied."""
 
-from data.copy_cases import Case, cases, copy_shares, found_verbatim
+from data.copy_cases import Case, cases, copy_shares
+from data.copy_slots import contains
 
 
 def test_a_number_counts_only_as_a_whole():
-    assert found_verbatim("530", "Tengo 530 gatos.") and found_verbatim("1,250", "Cuesta 1,250 dólares.")
-    assert not found_verbatim("5", "Tengo 15 gatos.") and not found_verbatim("53", "Tengo 530 gatos.")
-    assert not found_verbatim("250", "Cuesta 1,250 dólares.") and not found_verbatim("1", "Cuesta 1,250 dólares.")
-    assert found_verbatim("Omsk", "Vivo en Omsk.") and not found_verbatim("Omsk", "Vivo en Omskaya.")
+    assert contains("Tengo 530 gatos.", "530") and contains("Cuesta 1,250 dólares.", "1,250")
+    assert not contains("Tengo 15 gatos.", "5") and not contains("Tengo 530 gatos.", "53")
+    assert not contains("Cuesta 1,250 dólares.", "250") and not contains("Cuesta 1,250 dólares.", "1")
+    assert contains("Vivo en Omsk.", "Omsk") and not contains("Vivo en Omskaya.", "Omsk")
 
 
 def test_shares_per_kind_on_hand_made_translations():

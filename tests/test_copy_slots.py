@@ -84,3 +84,31 @@ def test_evaluation_reads_sources_as_translation_does_and_training_holds_slots(f
     with_slot = [i for i, ids in enumerate(train["tgt_ids"]) if name1 in ids or num1 in ids]
     assert len(with_slot) > 500  # Tom, Mary, Boston, years ...: the model learns to copy slots
     assert all(name1 in train["src_ids"][i] or num1 in train["src_ids"][i] for i in with_slot)
+
+
+# A synthetic Japanese→English corpus: a caseless source script, Latin names and numbers inside it.
+CASELESS = [("私はTomです。", "I am Tom."), ("Tomは東京に住んでいます。", "Tom lives in Tokyo."),
+            ("猫が3匹います。", "I have 3 cats."), ("ありがとう。", "Thank you."), ("東京は大きい。", "Tokyo is big."),
+            ("Maryは1999年に生まれた。", "Mary was born in 1999."), ("これは本です。", "This is a book.")] * 10
+
+
+def test_a_caseless_source_gets_slots_only_for_what_its_pairs_carry_verbatim():
+    slots = CopySlots.learn(CASELESS)
+    assert slots.caseless_source and slots.copied == {"Tom", "Mary"}
+    # An unseen phrase of the source's own script is never a slot: nothing tells a name from a word there.
+    assert slots.entities("田中さんは大阪に住んでいます。") == {}
+    # Numbers are; Latin names inside the text are, cut where the script changes (私は · Tom · です).
+    assert slots.entities("私はTomです。Oluwaseunは42歳。") == {"Tom": "<name1>", "Oluwaseun": "<name2>", "42": "<num1>"}
+    held = slots.pair_slots("Tomは東京に住んでいます。", "Tom lives in Tokyo.")
+    assert held == {"Tom": "<name1>"}
+    assert CopySlots.mask("Tomは東京に住んでいます。", held) == "<name1>は東京に住んでいます。"
+    assert CopySlots.restore("<name1> lives in Tokyo.", held) == "Tom lives in Tokyo."
+
+
+def test_the_sources_script_is_saved_with_the_slots(tmp_path):
+    CopySlots.learn(CASELESS).save(tmp_path)
+    loaded = CopySlots.load(tmp_path)
+    assert loaded.caseless_source and loaded.entities("田中さん") == {}
+    CopySlots.learn(PAIRS).save(tmp_path)  # a cased source: a caseless word inside its text is foreign, a name
+    assert not CopySlots.load(tmp_path).caseless_source and CopySlots.load(tmp_path).entities("I met 张伟.") == {
+        "张伟": "<name1>"}

@@ -1,48 +1,16 @@
-"""data/corpus.py: locating and parsing the corpus, with every skipped line accounted for."""
+"""data/corpus.py: finding a pair's corpus where a user's clone would, and the one download."""
 
 import hashlib
 import io
 import threading
 import time
-import unicodedata
 import zipfile
 
 import pytest
 
 from data import corpus
-from data.corpus import CorpusError, CorpusNotFoundError, load_pairs, locate_corpus, parse_lines
-
-
-def test_messy_file_loads_with_right_counts_and_report(tmp_path, caplog):
-    decomposed = unicodedata.normalize("NFD", "Él está aquí.")  # not NFC
-    lines = [
-        "Go.\tVe.",
-        "Hi.\tHola.\tCC-BY 2.0 (France) Attribution: tatoeba.org #538123 (CM)",  # 3 columns
-        "no tab at all",  # malformed
-        "a\tb\tc\td",  # malformed: 4 columns
-        "",  # empty
-        "Empty spanish.\t   ",  # empty side
-        f"He is here.\t{decomposed}",
-        "  Spaces around.  \t  Espacios.  ",
-    ]
-    path = tmp_path / "spa.txt"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with caplog.at_level("WARNING"):
-        pairs, report = load_pairs(path)
-    assert pairs == [("Go.", "Ve."), ("Hi.", "Hola."), ("He is here.", "Él está aquí."),
-                     ("Spaces around.", "Espacios.")]
-    assert (report.kept, report.skipped_malformed, report.skipped_empty) == (4, 2, 2)
-    assert report.three_columns == 1 and report.renormalized >= 1
-    assert report.kept + report.skipped == len(lines)
-    assert len([r for r in caplog.records if "skipped 4 lines" in r.getMessage()]) == 1  # reported once
-
-
-def test_zip_and_invalid_utf8(tmp_path):
-    archive = tmp_path / "spa-eng.zip"
-    with zipfile.ZipFile(archive, "w") as z:
-        z.writestr("spa-eng/spa.txt", b"Go.\tVe.\nBad \xff byte.\tMal.\n")
-    pairs, report = load_pairs(archive)
-    assert pairs[0] == ("Go.", "Ve.") and pairs[1] == ("Bad \ufffd byte.", "Mal.")
+from data.corpus import CorpusNotFoundError, locate_corpus
+from data.languages import LanguagePair
 
 
 def test_locate_order(tmp_path, monkeypatch):
@@ -58,7 +26,7 @@ def test_locate_order(tmp_path, monkeypatch):
     shared = tmp_path / "shared" / "spa-eng.zip"
     shared.parent.mkdir()
     shared.write_bytes(b"")
-    monkeypatch.setattr(corpus, "SHARED_COPY", shared)
+    monkeypatch.setattr(corpus, "SHARED_DATA", shared.parent)
     assert locate_corpus(None) == shared  # ../shared/data beside the project comes next
     with pytest.raises(CorpusNotFoundError, match="does not exist"):
         locate_corpus(tmp_path / "missing.zip")
@@ -66,7 +34,7 @@ def test_locate_order(tmp_path, monkeypatch):
 
 def test_missing_file_offline_gives_clear_error(tmp_path, monkeypatch):
     monkeypatch.delenv(corpus.ENV_VAR, raising=False)
-    monkeypatch.setattr(corpus, "SHARED_COPY", tmp_path / "nothing.zip")
+    monkeypatch.setattr(corpus, "SHARED_DATA", tmp_path / "nothing")
     monkeypatch.setattr(corpus, "DOWNLOAD_URL", "http://127.0.0.1:9/spa-eng.zip")  # refused at once
     for download in (False, True):
         with pytest.raises(CorpusNotFoundError) as error:
@@ -76,16 +44,9 @@ def test_missing_file_offline_gives_clear_error(tmp_path, monkeypatch):
         assert "\n" not in message
 
 
-def test_parse_counts_on_real_corpus(full_datamodule):
-    report = full_datamodule.report
-    lines = corpus.corpus_lines(full_datamodule._source_description()["corpus"])
-    assert report.kept + report.skipped == len(lines) == 116_668
-    assert parse_lines(lines[:5])[0][0] == ("Go.", "Ve.")
-
-
 def test_two_first_runs_download_once(tmp_path, monkeypatch):
     monkeypatch.delenv(corpus.ENV_VAR, raising=False)
-    monkeypatch.setattr(corpus, "SHARED_COPY", tmp_path / "nothing.zip")
+    monkeypatch.setattr(corpus, "SHARED_DATA", tmp_path / "nothing")
     downloads = []
 
     def slow_download(target, sha256):  # stands in for the network: writes the zip, slowly
@@ -132,26 +93,30 @@ def test_a_download_is_kept_only_when_whole(tmp_path, monkeypatch):
             assert list(target.parent.iterdir()) == []  # nothing half-downloaded under any name
 
 
-def test_a_byte_order_mark_is_dropped(tmp_path):
-    path = tmp_path / "spa.txt"
-    path.write_bytes("\ufeffWait!\t¡Espera!\nGo.\tVe.\n".encode())
-    assert load_pairs(path)[0] == [("Wait!", "¡Espera!"), ("Go.", "Ve.")]
+def test_each_pair_is_looked_for_under_its_own_names(tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    for name in ("spa-eng.zip", "nld-eng.zip"):
+        (shared / name).write_bytes(b"")
+    monkeypatch.setattr(corpus, "SHARED_DATA", shared)
+    monkeypatch.setenv(corpus.ENV_VAR, str(shared / "spa-eng.zip"))  # a file for another pair is passed over
+    assert locate_corpus(None, pair=LanguagePair("en", "nl")) == shared / "nld-eng.zip"
+    assert locate_corpus(None, pair=LanguagePair("nl", "en")) == shared / "nld-eng.zip"  # either direction
+    assert locate_corpus(None, pair=LanguagePair("es", "en")) == shared / "spa-eng.zip"
+    assert locate_corpus(shared, pair=LanguagePair("en", "nl")) == shared / "nld-eng.zip"  # a folder given
+    (tmp_path / "mine.txt").write_bytes(b"")  # a file named by the user is taken as it is
+    monkeypatch.setenv(corpus.ENV_VAR, str(tmp_path / "mine.txt"))
+    assert locate_corpus(None, pair=LanguagePair("en", "nl")) == tmp_path / "mine.txt"
+    monkeypatch.delenv(corpus.ENV_VAR)
+    with pytest.raises(CorpusNotFoundError, match=r"Put fra-eng\.zip \(from https://www\.manythings\.org/anki/\)"):
+        locate_corpus(None, cache_dir=tmp_path / "cache", pair=LanguagePair("en", "fr"))  # never downloaded
+    with pytest.raises(CorpusNotFoundError, match="no corpus for French→German: pass data.corpus_path"):
+        locate_corpus(None, cache_dir=tmp_path / "cache", pair=LanguagePair("fr", "de"))
 
 
-def test_files_that_are_not_this_corpus_are_refused_naming_them(tmp_path):
-    truncated = tmp_path / "spa-eng.zip"
-    with zipfile.ZipFile(truncated, "w") as z:
-        z.writestr("spa-eng/spa.txt", "Go.\tVe.\n" * 1000)
-    truncated.write_bytes(truncated.read_bytes()[:200])
-    with pytest.raises(CorpusError, match=r"spa-eng\.zip: not a readable zip archive"):
-        load_pairs(truncated)
-    binary = tmp_path / "model.bin"
-    binary.write_bytes(bytes(range(256)) * 50)
-    with pytest.raises(CorpusError, match=r"model\.bin: not a text file"):
-        load_pairs(binary)
-    prose = tmp_path / "notes.txt"  # text, but mostly not pairs: more malformed lines than pairs
-    prose.write_text("Go.\tVe.\n" + "Just a line of prose.\n" * 2, encoding="utf-8")
-    with pytest.raises(CorpusError, match=r"notes\.txt: 2 malformed lines against 1 English<TAB>Spanish pairs"):
-        load_pairs(prose)
-    with pytest.raises(CorpusNotFoundError, match="does not exist"):
-        load_pairs(tmp_path / "missing.txt")
+def test_aligned_files_are_found_by_their_prefix(tmp_path):
+    for language in ("en", "nl"):
+        (tmp_path / f"corpus.{language}").write_text("Hi.\n", encoding="utf-8")
+    assert locate_corpus(tmp_path / "corpus", pair=LanguagePair("en", "nl")) == tmp_path / "corpus"
+    with pytest.raises(CorpusNotFoundError, match=r"aligned files corpus\.en \+ corpus\.fr"):
+        locate_corpus(tmp_path / "corpus", pair=LanguagePair("en", "fr"))  # no corpus.fr

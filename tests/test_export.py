@@ -1,5 +1,6 @@
 """model/inference/export.py and search_backends.py: a run exported to CTranslate2 translates as ours does."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import pytest
 from helpers import ROOT, explorer_data, tiny_model
 import torch
 
-from model.inference.export import export_ctranslate2, exportable
+from model.inference.export import EXPORT_FILE, export_ctranslate2, exportable
 from model.inference.run_folder import RunLoadError
 from model.inference.translator import Translator
 from model.search import SearchConfig
@@ -25,7 +26,14 @@ def ours(smoke_run):
 
 @pytest.fixture(scope="module")
 def exported(ours, tmp_path_factory):
-    return export_ctranslate2(ours.model, ours.tokenizer, ours.files.checkpoint, tmp_path_factory.mktemp("ct2") / "float32")
+    return export_ctranslate2(ours.model, ours.tokenizer, ours.files.checkpoint, tmp_path_factory.mktemp("ct2") / "float32",
+                              pair=ours.settings.pair)
+
+
+def test_the_export_records_the_runs_pair(exported):
+    record = json.loads((exported / EXPORT_FILE).read_text(encoding="utf-8"))
+    assert (record["source_lang"], record["target_lang"]) == ("en", "es")
+    assert (exported / "README.md").read_text(encoding="utf-8").startswith("# English→Spanish, a CTranslate2 export")
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from data.tokenizer import TranslationTokenizer
+from data.languages import LanguagePair
 from model.inference.run_folder import RunLoadError, RunSettings, run_settings
 from model.inference.translator import Translator
 from model.search import SearchConfig
@@ -87,9 +88,10 @@ def test_a_broken_or_diverged_final_checkpoint_falls_back(smoke_run, tmp_path, c
         Translator.load(final)  # named explicitly: refused, never used
 
 
-def test_the_runs_own_settings_are_read_from_its_config(smoke_run, tmp_path):
+def test_the_runs_own_settings_are_read_from_its_config(smoke_run, corpus_path, tmp_path):
     # experiment=smoke searches with beam 2 (configs/experiment/smoke.yaml) and reads 128 source tokens.
-    assert run_settings(smoke_run) == RunSettings(SearchConfig(beam_size=2), 128)
+    assert run_settings(smoke_run) == RunSettings(SearchConfig(beam_size=2), 128, LanguagePair("en", "es"),
+                                                  corpus_path.name)
     assert run_settings(tmp_path) == RunSettings()  # no config.yaml: the defaults
     (tmp_path / "config.yaml").write_text("module:\n  search:\n    beam_size: 0\n")
     with pytest.raises(RunLoadError, match=r"config\.yaml: unreadable run settings"):

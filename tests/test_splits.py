@@ -1,7 +1,9 @@
 """data/splits.py: leak-free, deterministic splits that account for every pair."""
 
-from collections import Counter
+from collections import Counter, defaultdict
 
+from data.languages import LanguagePair
+from data.readers import read_pairs
 from data.splits import group_key, split_pairs
 
 
@@ -40,3 +42,20 @@ def test_every_pair_in_exactly_one_split_and_deterministic():
     where = {name: {group_key(s) for s in split["src"]} for name, split in a.items()}
     assert sum("go" in keys for keys in where.values()) == 1
     assert split_pairs(pairs, 0.1, 0.1, seed=8)["test"]["src"] != a["test"]["src"]
+
+
+def test_the_reversed_corpus_splits_by_the_spanish_side_leak_free(corpus_path):
+    # Spanish→English from the same file: groups are Spanish sentences, every English one a reference.
+    pairs, _ = read_pairs(corpus_path, LanguagePair("es", "en"))
+    assert pairs[0] == ("Ve.", "Go.") and len(pairs) == 116_668
+    pairs = pairs[:30_000]  # the short sentences, where one Spanish sentence has the most English ones
+    splits = split_pairs(pairs, 0.02, 0.02, seed=1234)
+    keys = {name: {group_key(s) for s in split["src"]} for name, split in splits.items()}
+    assert not keys["train"] & keys["validation"] and not keys["train"] & keys["test"]
+    assert not keys["validation"] & keys["test"]
+    targets = defaultdict(set)
+    for source, target in pairs:
+        targets[source].add(target)
+    for source, refs in zip(splits["test"]["src"], splits["test"]["refs"]):
+        assert set(refs) == targets[source]  # all of a source's translations, and only those
+    assert sum(len(refs) > 1 for refs in splits["test"]["refs"]) > 10  # alternatives kept together

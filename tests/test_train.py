@@ -194,6 +194,8 @@ def test_one_run_folder_one_writer(tmp_path, data_cache):
     ("runtime.precision=fp8", "runtime.precision='fp8' must be one of auto, bf16-mixed"),
     ("runtime.last_every_n_steps=2.5", "runtime.last_every_n_steps=2.5 must be a whole number above 0, or null"),
     ("+trainer.max_time=00:00:01:00", "trainer.max_time is not Lightning's here: set runtime.max_time"),
+    ("data.target_lang=Dutch", "data.target_lang='Dutch' must be a language code such as en, es, nl"),
+    ("data.source_lang=es", "data.source_lang and data.target_lang are both 'es'"),
 ])
 def test_bad_settings_are_refused_before_any_work(tmp_path, override, message):
     with pytest.raises(SettingsError, match=message):
@@ -242,9 +244,10 @@ def test_a_run_folder_keeps_its_settings(smoke_run, tmp_path, data_cache):
     shutil.copytree(smoke_run, run, ignore=shutil.ignore_patterns("wandb"))
     before = {name: (run / name).read_bytes() for name in ("config.yaml", "tokenizer.json")}
     for override, named in (("data.vocab_size=600", "data.vocab_size"), ("model.d_model=64", "model.d_model"),
-                            ("seed=7", "seed")):
+                            ("seed=7", "seed"), ("data.source_lang=es data.target_lang=en",
+                                                 "data.source_lang / data.target_lang")):
         with pytest.raises(SettingsError, match=f"holds a run with other settings.*{named}"):
-            train_in_process(run, data_cache, override)
+            train_in_process(run, data_cache, *override.split())
     assert {name: (run / name).read_bytes() for name in before} == before  # nothing overwritten
 
 

@@ -16,13 +16,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from data.languages import LanguagePair
 from data.tokenizer import BOS, EOS, UNK, TranslationTokenizer
 from model.inference.run_folder import RunLoadError
 from model.transformer import Seq2SeqTransformer
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "int16", "float16", "bfloat16", "int8_float16",
                  "int8_bfloat16")
-EXPORT_FILE = "export.json"  # written beside the model: which checkpoint and quantization it holds
+EXPORT_FILE = "export.json"  # written beside the model: which checkpoint, quantization and language pair
 
 
 def exportable(model: Seq2SeqTransformer, target: str = "ctranslate2") -> None:
@@ -113,8 +114,8 @@ def _feed_forward(spec, layer) -> None:
 
 
 def export_ctranslate2(model: Seq2SeqTransformer, tokenizer: TranslationTokenizer, checkpoint: Path, folder: Path,
-                       quantization: str = "float32") -> Path:
-    """Write a loaded run's model (read from ``checkpoint``) as a CTranslate2 folder; returns it."""
+                       quantization: str = "float32", pair: LanguagePair = LanguagePair()) -> Path:
+    """Write a loaded run's model (read from ``checkpoint``; translating ``pair``) as a CTranslate2 folder."""
     if quantization not in QUANTIZATIONS:
         raise RunLoadError(f"quantization={quantization!r}: one of {', '.join(QUANTIZATIONS)}")
     exportable(model)
@@ -129,9 +130,10 @@ def export_ctranslate2(model: Seq2SeqTransformer, tokenizer: TranslationTokenize
     folder.mkdir(parents=True, exist_ok=True)
     spec.save(str(folder))
     (folder / "README.md").write_text(
-        f"# CTranslate2 export\n\nFrom `{checkpoint}` (quantization {quantization}), by "
+        f"# {pair.describe()}, a CTranslate2 export\n\nFrom `{checkpoint}` (quantization {quantization}), by "
         f"`scripts/export.py`. Tokens are this run's `tokenizer.json` pieces.\n", encoding="utf-8")
-    (folder / EXPORT_FILE).write_text(json.dumps({"checkpoint": str(checkpoint), "quantization": quantization}),
+    (folder / EXPORT_FILE).write_text(json.dumps({"checkpoint": str(checkpoint), "quantization": quantization,
+                                                  "source_lang": pair.source, "target_lang": pair.target}),
                                       encoding="utf-8")
     return folder
 
@@ -150,12 +152,12 @@ def exported_checkpoint(folder: Path) -> Path:
 
 
 def up_to_date_export(model: Seq2SeqTransformer, tokenizer: TranslationTokenizer, checkpoint: Path,
-                      folder: Path) -> Path:
+                      folder: Path, pair: LanguagePair = LanguagePair()) -> Path:
     """``folder`` as an export of ``checkpoint``: exported first, with one line saying so, if it is missing or
     was made from another (or an older) checkpoint."""
     made_from = json.loads((folder / EXPORT_FILE).read_text(encoding="utf-8")).get("checkpoint") \
         if is_exported_folder(folder) else None
     if made_from != str(checkpoint) or (folder / "model.bin").stat().st_mtime < checkpoint.stat().st_mtime:
         print(f"exporting {checkpoint} to CTranslate2 in {folder}", file=sys.stderr)
-        export_ctranslate2(model, tokenizer, checkpoint, folder)
+        export_ctranslate2(model, tokenizer, checkpoint, folder, pair=pair)
     return folder

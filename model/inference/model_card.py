@@ -12,8 +12,23 @@ from data.tokenizer import JOINT_FILE
 from model.inference.run_folder import RunSettings, run_folder_of
 from model.transformer import Seq2SeqTransformer
 
-DATA = ("Tatoeba English–Spanish pairs (tatoeba.org via manythings.org, 2018-05-13 release, CC-BY 2.0 FR), "
-        "split by English sentence so that no test sentence is seen in training")
+
+def dataset(settings: RunSettings) -> tuple[str, str, str]:
+    """The run's corpus: its name, its Hub ``type`` and a sentence for the card."""
+    pair, corpus = settings.pair, settings.corpus
+    languages = pair.describe("–")
+    split = f"split by {pair.names[0]} sentence so that no test sentence is seen in training"
+    if corpus is None or corpus in pair.tatoeba_names():
+        return (f"Tatoeba {languages}", "tatoeba",
+                f"Tatoeba {languages} pairs (tatoeba.org via manythings.org, CC-BY 2.0 FR), {split}")
+    return corpus, corpus, f"{corpus} ({languages}), {split}"
+
+
+def examples(run_folder: Path) -> list[str]:
+    """Two sentences in the run's source language for the card's example: its first test sources."""
+    path = run_folder / "test_translations.tsv"
+    lines = path.read_text(encoding="utf-8").splitlines()[:2] if path.is_file() else []
+    return [line.split("\t")[0] for line in lines] or ["A sentence in the source language."]
 
 
 def read_json(path: Path) -> dict:
@@ -37,16 +52,17 @@ def command(run_folder: Path) -> str:
     return " ".join(["python train.py", *(o for o in given if not o.startswith("hydra."))])
 
 
-def metadata(scores: dict) -> str:
+def metadata(scores: dict, settings: RunSettings) -> str:
     """The YAML header: languages, license, library, and the test scores as a ``model-index``."""
-    lines = ["---", "language:", "- en", "- es", "license: cc-by-2.0", "library_name: transformers",
+    pair, (dataset_name, dataset_type, _) = settings.pair, dataset(settings)
+    lines = ["---", "language:", f"- {pair.source}", f"- {pair.target}", "license: cc-by-2.0", "library_name: transformers",
              "pipeline_tag: translation", "tags:", "- translation", "- pegasus", "- attention-from-scratch"]
     metrics = [(name, scores[name], scores.get(f"{name}_signature")) for name in ("bleu", "chrf") if name in scores]
     if metrics:
-        lines += ["model-index:", "- name: attention-from-scratch-en-es", "  results:", "  - task:",
-                  "      type: translation", "      name: Translation English to Spanish", "    dataset:",
-                  "      name: Tatoeba English-Spanish (held-out test split)", "      type: tatoeba",
-                  "    metrics:"]
+        lines += ["model-index:", f"- name: attention-from-scratch-{pair.codes}", "  results:", "  - task:",
+                  "      type: translation",
+                  f"      name: Translation {pair.describe(' to ')}", "    dataset:",
+                  f"      name: {dataset_name} (held-out test split)", f"      type: {dataset_type}", "    metrics:"]
         for name, value, signature in metrics:
             lines += [f"    - type: {name}", f"      value: {value:.2f}", f"      name: {name.upper()} (sacreBLEU)"]
             if signature:
@@ -63,13 +79,13 @@ def model_card(model: Seq2SeqTransformer, settings: RunSettings, checkpoint: Pat
     shape = (f"{len(model.encoder_layers)} encoder and {len(model.decoder_layers)} decoder layers, d_model {d_model}, "
              f"{heads} heads, feed-forward {model.encoder_layers[0].feed_forward.net[0].out_features}, "
              f"{sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters")
-    text = [metadata(scores), "", "# English→Spanish, a Transformer trained from scratch", "",
+    text = [metadata(scores, settings), "", f"# {settings.pair.describe()}, a Transformer trained from scratch", "",
             f"A {shape}, trained by `attention-from-scratch` and exported as a Pegasus model (the same function: "
-            f"the model axis is reordered once). Data: {DATA}.", "", "## Use", "", "```python",
+            f"the model axis is reordered once). Data: {dataset(settings)[2]}.", "", "## Use", "", "```python",
             "from transformers import AutoModelForSeq2SeqLM, AutoTokenizer",
             "tokenizer = AutoTokenizer.from_pretrained(\"path/to/this/folder\")",
             "model = AutoModelForSeq2SeqLM.from_pretrained(\"path/to/this/folder\")",
-            "batch = tokenizer([\"I like cats.\", \"Where is the station?\"], return_tensors=\"pt\", padding=True, truncation=True)",
+            f"batch = tokenizer({json.dumps(examples(run), ensure_ascii=False)}, return_tensors=\"pt\", padding=True, truncation=True)",
             "print(tokenizer.batch_decode(model.generate(**batch), skip_special_tokens=True))", "```", "",
             f"Generation defaults (`generation_config.json`): beam {settings.search.beam_size}, length penalty "
             f"{settings.search.length_penalty}. `generate()` divides a beam's log-probability by length^α where "
@@ -82,7 +98,7 @@ def model_card(model: Seq2SeqTransformer, settings: RunSettings, checkpoint: Pat
         shares = ", ".join(f"{name} {100 * share:.1f}%" for name, share in split.get("share", {}).items() if share >= 0.001)
         text.append(f"- {split.get('steps')} optimizer steps in {split.get('wall_s', 0) / 60:.1f} minutes "
                     f"({shares}); {split.get('tokens_per_s_steps')} tokens/s in steps")
-    text.append(f"- tokenizer: byte-level BPE, one English+Spanish vocabulary of {model.src_vocab_size} "
+    text.append(f"- tokenizer: byte-level BPE, one {settings.pair.describe('+')} vocabulary of {model.src_vocab_size} "
                 f"(`{JOINT_FILE}`); a source is cut to {settings.source_limit(model.max_len)} "
                 f"tokens, its end-of-sentence kept")
     if scores:
@@ -99,5 +115,6 @@ def model_card(model: Seq2SeqTransformer, settings: RunSettings, checkpoint: Pat
     if pictures:
         shutil.copyfile(pictures[-1], folder / "attention.png")
         text += ["", "## Attention", "", "Cross-attention of one validation sentence at the end of training "
-                 "(rows: Spanish tokens produced, columns: English tokens read):", "", "![attention](attention.png)"]
+                 f"(rows: {settings.pair.names[1]} tokens produced, columns: {settings.pair.names[0]} tokens read):",
+                 "", "![attention](attention.png)"]
     return "\n".join(text) + "\n"

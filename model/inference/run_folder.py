@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from data.languages import LanguagePair, pair_of
 from data.tokenizer import JOINT_FILE, SRC_FILE
 from model.search import SearchConfig
 
@@ -96,10 +97,13 @@ def run_folder_of(checkpoint: Path) -> Path:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """What translating needs of the run's ``config.yaml``: its search and its source-length limit."""
+    """What translating needs of the run's ``config.yaml``: its search, its source-length limit, its language
+    pair and where its corpus came from."""
 
     search: SearchConfig = SearchConfig()
     max_sentence_len: int | None = None  # None: the model's own limit
+    pair: LanguagePair = LanguagePair()  # English→Spanish for a run from before the pair was a setting
+    corpus: str | None = None  # a hub dataset's path or a corpus file's name; None: the pair's Tatoeba download
 
     def source_limit(self, model_max_len: int) -> int:
         """Source tokens read (its end-of-sentence kept): the run's limit, never above the model's positions."""
@@ -116,8 +120,8 @@ class RunFiles:
 
 
 def run_settings(run_folder: Path) -> RunSettings:
-    """``module.search`` and ``data.max_sentence_len`` of ``<run_folder>/config.yaml``; defaults for what
-    it lacks (a folder without one, or from an older version)."""
+    """``module.search`` and ``data.*`` of ``<run_folder>/config.yaml``; defaults for what it lacks (a folder
+    without one, or from an older version)."""
     path = run_folder / "config.yaml"
     if not path.is_file():
         return RunSettings()
@@ -125,10 +129,11 @@ def run_settings(run_folder: Path) -> RunSettings:
 
     try:
         config = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        search = (config.get("module") or {}).get("search") or {}
+        search, data = (config.get("module") or {}).get("search") or {}, config.get("data") or {}
         known = {f.name for f in dataclasses.fields(SearchConfig)}
+        corpus = data.get("hub_path") or (Path(data["corpus_path"]).name if data.get("corpus_path") else None)
         settings = RunSettings(SearchConfig(**{k: v for k, v in search.items() if k in known}),
-                               (config.get("data") or {}).get("max_sentence_len"))
+                               data.get("max_sentence_len"), pair_of(data), corpus)
     except (yaml.YAMLError, AttributeError, TypeError, ValueError) as error:
         raise RunLoadError(f"{path}: unreadable run settings ({str(error).splitlines()[0][:120]})") from None
     return settings

@@ -98,7 +98,8 @@ class CTranslate2Search:
         from model.inference.export import up_to_date_export
 
         if folder is None:
-            folder = up_to_date_export(model, tokenizer, files.checkpoint, files.folder / "ctranslate2")
+            folder = up_to_date_export(model, tokenizer, files.checkpoint, files.folder / "ctranslate2",
+                                       files.settings.pair)
         pieces = [tokenizer.src.id_to_token(i) for i in range(tokenizer.src_vocab_size)]
         return cls(folder, pieces, tokenizer.eos_id, model.max_len, device, compute_type)
 

@@ -30,7 +30,7 @@ class Translation:
     """One input line translated, with the ids on both sides (what its attention is computed for)."""
 
     source: str  # the line, stripped ("" for an empty line)
-    text: str  # the Spanish translation, one line
+    text: str  # the translation, one line in the run's target language
     src_ids: list[int]  # as the model read them (truncated, ending in EOS); [] for an empty line
     output_ids: list[int]  # as the search produced them (EOS included when it ended)
 
@@ -103,7 +103,7 @@ class Translator:
         return self.tokenizer.encode_src([clean_text(text[: self.max_source_chars]) for text in texts])
 
     def text(self, output_ids: list[list[int]], sources: list[str]) -> list[str]:
-        """Spanish text of output ids, one line each (byte-level BPE can spell a line break); copy slots
+        """Target-language text of output ids, one line each (byte-level BPE can spell a line break); copy slots
         filled from the ``sources`` they were translated from."""
         return [" ".join(text.splitlines()) for text in self.tokenizer.decode_tgt(output_ids, sources)]
 
@@ -138,7 +138,7 @@ class Translator:
         """Every attention weight of one translation, for exactly the ids its search produced (by either engine)."""
         attention = sentence_attention(self.model, translation.src_ids, translation.output_ids, self.tokenizer.bos_id)
         return sentence_view(attention, self.tokenizer.src_tokens, self.tokenizer.tgt_tokens, translation.source,
-                             translation.text)
+                             translation.text, self.settings.pair.names)
 
 
 def rows_of(keep_rows: KeepRows | None, rows: list[int]) -> KeepRows | None:
@@ -185,4 +185,4 @@ def overridden(settings: RunSettings, overrides: dict) -> RunSettings:
     """The run's settings with a caller's: ``max_sentence_len`` or any ``SearchConfig`` field (checked here, once)."""
     overrides = dict(overrides)
     max_sentence_len = overrides.pop("max_sentence_len", settings.max_sentence_len)
-    return RunSettings(replace(settings.search, **overrides), max_sentence_len)
+    return replace(settings, search=replace(settings.search, **overrides), max_sentence_len=max_sentence_len)

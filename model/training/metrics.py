@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import torch.distributed as dist
 from sacrebleu.metrics import BLEU, CHRF
 
+from data.languages import bleu_tokenizer
+
 
 @dataclass
 class Scores:
@@ -27,16 +29,14 @@ def reference_streams(references: list[list[str]]) -> list[list[str]]:
     return [[refs[k] if k < len(refs) else None for refs in references] for k in range(most)]
 
 
-def corpus_scores(hypotheses: list[str], references: list[list[str]]) -> Scores:
-    """Corpus-level BLEU and chrF (sacreBLEU defaults: 13a tokenization, exp smoothing)."""
+def corpus_scores(hypotheses: list[str], references: list[list[str]], target_lang: str = "es") -> Scores:
+    """Corpus-level BLEU (the target language's tokenizer, exp smoothing) and chrF, sacreBLEU's defaults."""
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference sets")
     if any(not refs for refs in references):
         raise ValueError("every sentence needs at least one reference")
-    streams = reference_streams(references)
-    bleu, chrf = BLEU(), CHRF()
-    bleu_score = bleu.corpus_score(hypotheses, streams)
-    chrf_score = chrf.corpus_score(hypotheses, streams)
+    streams, bleu, chrf = reference_streams(references), BLEU(tokenize=bleu_tokenizer(target_lang)), CHRF()
+    bleu_score, chrf_score = bleu.corpus_score(hypotheses, streams), chrf.corpus_score(hypotheses, streams)
     return Scores(bleu_score.score, chrf_score.score, str(bleu.get_signature()), str(chrf.get_signature()))
 
 

@@ -21,8 +21,11 @@ from model.search import search
 from model.training.quality import QualityMarks
 
 
-def copied(module: L.LightningModule, batch_size: int = 64) -> dict[str, float]:
-    """The share of the copy check's names and numbers that ``module``'s test search copies, per kind."""
+def copied(module: L.LightningModule, batch_size: int = 64) -> dict[str, float] | None:
+    """The share of the copy check's names and numbers that ``module``'s test search copies, per kind (None
+    where the source is not English: the check's sentences are)."""
+    if module.pair.source != "en":
+        return None
     checked, tokenizer, model = cases(), module.tokenizer, module.model
     sentences, outputs, training = [case.sentence for case in checked], [], model.training
     model.eval()
@@ -48,8 +51,8 @@ class TestReport(L.Callback):
         run_dir = Path(trainer.default_root_dir)
         marks = next((c.reached for c in trainer.callbacks if isinstance(c, QualityMarks)), {})
         write_text_atomically(run_dir / "test_metrics.json", json.dumps({
-            "bleu": scores.bleu, "chrf": scores.chrf, "bleu_signature": scores.bleu_signature,
-            "chrf_signature": scores.chrf_signature, "sentences": len(rows),
+            "pair": pl_module.pair.codes, "bleu": scores.bleu, "chrf": scores.chrf, "sentences": len(rows),
+            "bleu_signature": scores.bleu_signature, "chrf_signature": scores.chrf_signature,
             "beam_size": search.beam_size, "length_penalty": search.length_penalty,
             "validation_bleu_reached": {mark: {"step": int(step), "minutes": round(minutes, 2)}
                                         for mark, (step, minutes) in marks.items()},

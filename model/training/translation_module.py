@@ -29,6 +29,7 @@ import lightning as L
 import torch
 from torch import Tensor
 
+from data.languages import LanguagePair
 from model.search import SearchConfig, search, sentence_attention
 from model.training.metrics import Scores, corpus_scores, gathered
 from model.training.schedule import Schedule, TimeBudget, training_progress
@@ -93,6 +94,7 @@ class TranslationModule(L.LightningModule):
         self.time_budget = time_budget  # the run machinery's clock, or None: progress in steps
         self.search_config = search  # test: as configured; validation: greedy, same length limits
         self.tokenizer = None
+        self.pair = LanguagePair()  # the data's, in setup
         self.texts: dict[str, tuple[list[str], list[list[str]]]] = {}  # split -> (sources, references)
         self.readable_sources: list[tuple[str, list[int]]] = []  # (text, ids): validation sentences to draw
         # Training metrics, summed on the device between logging steps (see training_step).
@@ -111,7 +113,7 @@ class TranslationModule(L.LightningModule):
         if self.tokenizer is not None:
             return
         datamodule = self.trainer.datamodule
-        self.tokenizer = datamodule.tokenizer
+        self.tokenizer, self.pair = datamodule.tokenizer, getattr(datamodule, "pair", LanguagePair())
         self.texts = {split: (datamodule.sources(split), datamodule.references(split))
                       for split in ("validation", "test")}
         # Validation sentences of a readable length (5-12 source tokens), in a fixed order.
@@ -231,7 +233,7 @@ class TranslationModule(L.LightningModule):
         """Log corpus BLEU/chrF of this epoch's hypotheses; return (source, references, hypothesis) rows."""
         hypotheses, (sources, references) = gathered(self._hypotheses), self.texts[split]
         rows = [(sources[i], references[i], hypotheses[i]) for i in sorted(hypotheses)]
-        scores = corpus_scores([r[2] for r in rows], [r[1] for r in rows])
+        scores = corpus_scores([r[2] for r in rows], [r[1] for r in rows], self.pair.target)
         stage = "val" if split == "validation" else "test"
         self.log_dict({f"{stage}/bleu": scores.bleu, f"{stage}/chrf": scores.chrf}, prog_bar=True)
         return rows, scores
@@ -256,8 +258,8 @@ class TranslationModule(L.LightningModule):
             src = torch.tensor([src_ids], device=self.device)
             output_ids = search(self.model, src, tokenizer.bos_id, tokenizer.eos_id, self.search_config.greedy)[0]
             translation = tokenizer.decode_tgt([output_ids], [text])[0]
-            attention = sentence_attention(self.model, src_ids, output_ids, tokenizer.bos_id)
-            views.append(sentence_view(attention, tokenizer.src_tokens, tokenizer.tgt_tokens, text, translation))
+            views.append(sentence_view(sentence_attention(self.model, src_ids, output_ids, tokenizer.bos_id),
+                                       tokenizer.src_tokens, tokenizer.tgt_tokens, text, translation, self.pair.names))
         return views
 
 

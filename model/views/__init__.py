@@ -29,12 +29,14 @@ class SentenceView:
     output_tokens: list[str]  # decoder outputs
     source: str
     translation: str
+    languages: tuple[str, str] = ("source", "target")  # the names of the two languages, for the labels
 
 
 def sentence_view(attention: SentenceAttention, src_labels: Callable[[list[int]], list[str]],
-                  tgt_labels: Callable[[list[int]], list[str]], source: str, translation: str) -> SentenceView:
+                  tgt_labels: Callable[[list[int]], list[str]], source: str, translation: str,
+                  languages: tuple[str, str] = ("source", "target")) -> SentenceView:
     """A searched sentence's attention (``model.search.sentence_attention``) with the tokens of each axis,
     labelled by the tokenizer's ``src_labels`` / ``tgt_labels``: what the views draw, in training as in
-    translation."""
+    translation. ``languages``: what the source and the translation are written in (``English``, ``Dutch``)."""
     return SentenceView(attention, src_labels(attention.src_ids), tgt_labels(attention.input_ids),
-                        tgt_labels(attention.output_ids), source, translation)
+                        tgt_labels(attention.output_ids), source, translation, languages)

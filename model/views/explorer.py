@@ -26,7 +26,8 @@ def sentence_record(view: SentenceView) -> dict:
     attention = view.attention.maps
     maps = {kind: [(layer.float() * 1000).round().int().tolist() for layer in getattr(attention, kind)]
             for kind in ATTENTION_TITLES if getattr(attention, kind)}  # a kind the model lacks is left out
-    return {"source": view.source, "translation": view.translation, "src": view.src_tokens,
+    return {"source": view.source, "translation": view.translation, "languages": list(view.languages),
+            "src": view.src_tokens,
             "inputs": view.input_tokens, "outputs": view.output_tokens, "maps": maps}
 
 

@@ -21,11 +21,13 @@ def attention_grid(
     title: str,
     heads: list[int] | None = None,
     first_layer: int = 1,
+    languages: tuple[str, str] = ("", ""),
 ) -> Figure:
     """Rows = layers, columns = heads. Each map is (query_len, key_len) with rows summing to 1.
 
     ``layers``: per layer a (heads, Lq, Lk) tensor for ONE sentence, already cut to the
-    real (non-padding) tokens. ``first_layer``: the number of the first layer given.
+    real (non-padding) tokens. ``first_layer``: the number of the first layer given. ``languages``: what
+    the queries and the keys are written in, for the axes' labels.
     """
     heads = heads if heads is not None else list(range(layers[0].size(0)))
     n_rows, n_cols = len(layers), len(heads)
@@ -42,9 +44,9 @@ def attention_grid(
             ax.set_yticks(range(len(query_tokens)), query_tokens, fontsize=8)
             ax.set_title(f"layer {r + first_layer} · head {head + 1}", fontsize=9)
             if c == 0:
-                ax.set_ylabel("queries (attending)", fontsize=8)
+                ax.set_ylabel(f"{languages[0]} queries (attending)".strip(), fontsize=8)
             if r == n_rows - 1:
-                ax.set_xlabel("keys (attended to)", fontsize=8)
+                ax.set_xlabel(f"{languages[1]} keys (attended to)".strip(), fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
@@ -64,6 +66,8 @@ def attention_figures(
     axes = {"encoder_self": (view.src_tokens, view.src_tokens),
             "decoder_self": (view.output_tokens, view.input_tokens),
             "cross": (view.output_tokens, view.src_tokens)}
+    source, target = view.languages
+    languages = {"encoder_self": (source, source), "decoder_self": (target, target), "cross": (target, source)}
     figures = {}
     for kind in kinds:
         layers = getattr(view.attention.maps, kind)  # per layer (heads, Lq, Lk)
@@ -71,7 +75,7 @@ def attention_figures(
             continue
         first_layer = len(layers) if last_layer_only else 1
         figures[kind] = attention_grid(layers[first_layer - 1 :], *axes[kind], ATTENTION_TITLES[kind] + caption,
-                                       first_layer=first_layer)
+                                       first_layer=first_layer, languages=languages[kind])
     return figures
 
 

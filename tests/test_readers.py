@@ -1,0 +1,155 @@
+"""data/readers.py: every corpus format people have, in either direction, through one cleaning."""
+
+import json
+import unicodedata
+import zipfile
+
+import pytest
+
+from data.corpus import CorpusError, CorpusNotFoundError
+from data.languages import LanguagePair
+from data.readers import hub_pairs, parse_lines, read_pairs, tatoeba_text
+
+ES, NL, RU, JA = (LanguagePair("en", code) for code in ("es", "nl", "ru", "ja"))
+# Sentence pairs in three scripts: Latin with diacritics, Cyrillic (cased), Japanese (no letter case).
+SCRIPTS = {
+    "nl": [("The café is closed.", "Het café is gesloten."), ("Go.", "Ga."), ("Tom is een één.", "Tom is één.")],
+    "ru": [("I see Ivan.", "Я вижу Ивана."), ("It is cold.", "Холодно."), ("Tom left.", "Том ушёл.")],
+    "ja": [("I am Tom.", "私はTomです。"), ("Thank you.", "ありがとう。"), ("It costs 500 yen.", "500円です。")],
+}
+
+
+def write_zip(path, members: dict[str, str]):
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in members.items():
+            archive.writestr(name, text)
+    return path
+
+
+def tatoeba_lines(pairs, attribution: bool = False) -> str:
+    tail = "\tCC-BY 2.0 (France) Attribution: tatoeba.org #1 (CM) & #2 (x)" if attribution else ""
+    return "".join(f"{english}\t{other}{tail}\n" for english, other in pairs)
+
+
+@pytest.mark.parametrize("language", sorted(SCRIPTS))
+def test_every_reader_gives_the_same_pairs_in_both_directions(tmp_path, language):
+    pairs = SCRIPTS[language]
+    code3 = {"nl": "nld", "ru": "rus", "ja": "jpn"}[language]
+    forward, backward = LanguagePair("en", language), LanguagePair(language, "en")
+    layouts = {  # the manythings layouts: a folder inside, the file at the root beside __MACOSX/, unzipped
+        "nested": write_zip(tmp_path / f"{code3}-eng.zip", {f"{code3}-eng/_about.txt": "About.",
+                                                            f"{code3}-eng/{code3}.txt": tatoeba_lines(pairs)}),
+        "root": write_zip(tmp_path / "download.zip", {"_about.txt": "About.", f"__MACOSX/._{code3}.txt": "junk",
+                                                      f"{code3}.txt": tatoeba_lines(pairs, attribution=True)}),
+        "plain": tmp_path / f"{code3}.txt",
+        "tsv": tmp_path / "pairs.tsv",
+        "tsv with a header": tmp_path / "headed.tsv",
+        "aligned": tmp_path / "corpus",
+    }
+    layouts["plain"].write_text(tatoeba_lines(pairs), encoding="utf-8")
+    layouts["tsv"].write_text(tatoeba_lines(pairs), encoding="utf-8")  # source first: read with forward only
+    layouts["tsv with a header"].write_text(f"{language}\ten\n" + "".join(f"{o}\t{e}\n" for e, o in pairs),
+                                            encoding="utf-8")
+    (tmp_path / "corpus.en").write_text("".join(e + "\n" for e, _ in pairs), encoding="utf-8")
+    (tmp_path / f"corpus.{language}").write_text("".join(o + "\n" for _, o in pairs), encoding="utf-8")
+    for name, path in layouts.items():
+        assert read_pairs(path, forward)[0] == pairs, name
+        if name != "tsv":
+            assert read_pairs(path, backward)[0] == [(o, e) for e, o in pairs], name
+
+
+def test_a_hub_dataset_in_either_direction(tmp_path):
+    folder = tmp_path / "hub_standin"
+    folder.mkdir()
+    rows = [{"translation": {"en": e, "ru": o}} for e, o in SCRIPTS["ru"]] + [{"translation": {"en": "", "ru": "x"}}]
+    (folder / "train.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    pairs, report = hub_pairs(str(folder), None, "train", LanguagePair("ru", "en"))
+    assert pairs == [(o, e) for e, o in SCRIPTS["ru"]] and report.skipped_empty == 1
+    with pytest.raises(CorpusError, match=r"rows translate en/ru, not en/nl: set data.source_lang"):
+        hub_pairs(str(folder), None, "train", NL)
+
+
+def test_a_download_of_another_language_is_refused_naming_both(tmp_path):
+    archive = write_zip(tmp_path / "nld-eng.zip", {"nld.txt": tatoeba_lines(SCRIPTS["nl"])})
+    with pytest.raises(CorpusError, match=r"nld-eng\.zip: holds English–Dutch \(nld\.txt\), not English→Spanish"):
+        read_pairs(archive, ES)
+    with pytest.raises(CorpusError, match=r"a Tatoeba download pairs English with one language, and Dutch→Russian"):
+        read_pairs(archive, LanguagePair("nl", "ru"))
+    empty = write_zip(tmp_path / "empty.zip", {"_about.txt": "About.", "__MACOSX/._x.txt": "junk"})
+    with pytest.raises(CorpusError, match=r"empty\.zip holds no sentence-pair \.txt file"):
+        tatoeba_text(empty, NL)
+
+
+def test_aligned_files_of_different_lengths_are_refused_naming_the_line(tmp_path):
+    (tmp_path / "train.en").write_text("One.\nTwo.\nThree.\n", encoding="utf-8")
+    (tmp_path / "train.nl").write_text("Een.\nTwee.\n", encoding="utf-8")
+    with pytest.raises(CorpusError) as refused:
+        read_pairs(tmp_path / "train", NL)
+    assert str(refused.value) == ("train.en has 3 lines and train.nl 2: not aligned "
+                                  "(line 3 of train.en has no partner)")
+    (tmp_path / "train.nl").write_text("Een.\n\nDrie.\n", encoding="utf-8")  # an empty side: skipped, counted
+    pairs, report = read_pairs(tmp_path / "train", NL)
+    assert pairs == [("One.", "Een."), ("Three.", "Drie.")] and report.skipped_empty == 1
+
+
+def test_messy_file_loads_with_right_counts_and_report(tmp_path, caplog):
+    decomposed = unicodedata.normalize("NFD", "Él está aquí.")  # not NFC
+    lines = [
+        "Go.\tVe.",
+        "Hi.\tHola.\tCC-BY 2.0 (France) Attribution: tatoeba.org #538123 (CM)",  # 3 columns
+        "no tab at all",  # malformed
+        "a\tb\tc\td",  # malformed: 4 columns
+        "",  # empty
+        "Empty spanish.\t   ",  # empty side
+        f"He is here.\t{decomposed}",
+        "  Spaces around.  \t  Espacios.  ",
+    ]
+    path = tmp_path / "spa.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        pairs, report = read_pairs(path, ES)
+    assert pairs == [("Go.", "Ve."), ("Hi.", "Hola."), ("He is here.", "Él está aquí."),
+                     ("Spaces around.", "Espacios.")]
+    assert (report.kept, report.skipped_malformed, report.skipped_empty) == (4, 2, 2)
+    assert report.three_columns == 1 and report.renormalized >= 1
+    assert report.kept + report.skipped == len(lines)
+    assert len([r for r in caplog.records if "skipped 4 lines" in r.getMessage()]) == 1  # reported once
+
+
+def test_zip_and_invalid_utf8(tmp_path):
+    archive = tmp_path / "spa-eng.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("spa-eng/spa.txt", b"Go.\tVe.\nBad \xff byte.\tMal.\n")
+    pairs, _ = read_pairs(archive, ES)
+    assert pairs[0] == ("Go.", "Ve.") and pairs[1] == ("Bad \ufffd byte.", "Mal.")
+
+
+def test_parse_counts_on_real_corpus(full_datamodule):
+    report = full_datamodule.report
+    lines = tatoeba_text(full_datamodule._corpus(), ES)
+    assert report.kept + report.skipped == len(lines) == 116_668
+    assert parse_lines(lines[:5])[0][0] == ("Go.", "Ve.")
+    assert parse_lines(lines[:5], (1, 0))[0][0] == ("Ve.", "Go.")  # Spanish→English: the same line, turned
+
+
+def test_a_byte_order_mark_is_dropped(tmp_path):
+    path = tmp_path / "spa.txt"
+    path.write_bytes("\ufeffWait!\t¡Espera!\nGo.\tVe.\n".encode())
+    assert read_pairs(path, ES)[0] == [("Wait!", "¡Espera!"), ("Go.", "Ve.")]
+
+
+def test_files_that_are_not_this_corpus_are_refused_naming_them(tmp_path):
+    truncated = write_zip(tmp_path / "spa-eng.zip", {"spa-eng/spa.txt": "Go.\tVe.\n" * 1000})
+    truncated.write_bytes(truncated.read_bytes()[:200])
+    with pytest.raises(CorpusError, match=r"spa-eng\.zip: not a readable zip archive"):
+        read_pairs(truncated, ES)
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(bytes(range(256)) * 50)
+    with pytest.raises(CorpusError, match=r"model\.bin: not a text file"):
+        read_pairs(binary, ES)
+    prose = tmp_path / "notes.txt"  # text, but mostly not pairs: more malformed lines than pairs
+    prose.write_text("Go.\tVe.\n" + "Just a line of prose.\n" * 2, encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"notes\.txt: 2 malformed lines against 1 pairs of English–Spanish"):
+        read_pairs(prose, ES)
+    with pytest.raises(CorpusNotFoundError, match="does not exist"):
+        read_pairs(tmp_path / "missing.txt", ES)
