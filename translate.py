@@ -222,8 +222,9 @@ def translate_lines(cfg: TranslateConfig, sentences: list[str], translator: Tran
             else:
                 stream = files.enter_context(open(cfg.input, "rb")) if cfg.input and cfg.input != "-" else sys.stdin.buffer
                 if stream.isatty():  # someone typing: say what to type
-                    print(f"translate.py: {translator.settings.pair.describe()}: type {translator.settings.pair.names[0]} "
-                          f"sentences, one a line; Ctrl-D ends", file=sys.stderr)
+                    pair = translator.settings.pair
+                    print(f"translate.py: {pair.describe()}: type {pair.names[0]} sentences, one a line; Ctrl-D ends",
+                          file=sys.stderr)
                 lines = reader = LineReader(stream, max_bytes=4 * translator.max_source_chars)
             out = (files.enter_context(atomic_file(target, partial=partial, keep_on=(KeyboardInterrupt,)))
                    if target else sys.stdout)

@@ -27,8 +27,7 @@ def sentence_record(view: SentenceView) -> dict:
     maps = {kind: [(layer.float() * 1000).round().int().tolist() for layer in getattr(attention, kind)]
             for kind in ATTENTION_TITLES if getattr(attention, kind)}  # a kind the model lacks is left out
     return {"source": view.source, "translation": view.translation, "languages": list(view.languages),
-            "src": view.src_tokens,
-            "inputs": view.input_tokens, "outputs": view.output_tokens, "maps": maps}
+            "src": view.src_tokens, "inputs": view.input_tokens, "outputs": view.output_tokens, "maps": maps}
 
 
 def explorer_data(steps: list[dict], title: str) -> dict:
