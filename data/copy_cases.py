@@ -1,18 +1,23 @@
-"""Names and numbers a translation must copy: everyday English sentences around them, and how copying is counted.
+"""What a translation must copy, and what it must not: everyday English sentences around them, and how it is counted.
 
 People, towns and companies from many languages that the corpus never holds, and numbers (1 to 7
-digits, years, prices with a thousands separator, times, phone numbers), each in a few templates:
-480 sentences. An entity counts as copied when the translation holds it verbatim, as a whole ("15"
-does not count for "5"). Read by ``scripts/copy_check.py`` and by each run's test report.
+digits, years, prices with a thousands separator, times, phone numbers), each in a few templates; then
+what people type beyond those: first names that are English words, inside a sentence ("Tell Daisy I
+called."); names joined by a hyphen or an apostrophe (Marie-Claire, O'Neill); codes of letters and digits
+and brand names with an inner capital (LH2045, 12C, PS5, iPad); lines of 8 to 12 numbers; slot syntax
+typed as text ("<name1>"); and capitalized words the corpus translates, which must not be copied
+(London, Monday, English). An entity counts as copied when the translation holds it verbatim, as a whole
+("15" does not count for "5"); a line of many numbers counts when it holds each as often as the source
+and no other number. Read by ``scripts/copy_check.py`` and by each run's test report.
 """
 
 from __future__ import annotations
 
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from data.copy_slots import contains
+from data.entities import NUMBER, TYPED_SLOT, WORD, contains
 
 PEOPLE = ("Bronislawa", "Obiageli", "Vladlen", "Harpreet", "Xiuying", "Ryota", "Khadija", "Cengiz", "Phuong",
           "Grainne", "Przemyslaw", "Chukwuemeka", "Radoslav", "Sunita", "Zhenya", "Hideki", "Mustafa", "Oyelaran",
@@ -31,16 +36,49 @@ TEMPLATES = {
     "price": ("It costs {} dollars.", "He paid {} euros for the car."),
     "time": ("The train leaves at {}.", "The meeting starts at {}."),
     "phone": ("Call me at {}.", "My phone number is {}."),
+    "name that is a word": ("Tell {} I called.", "My cousin {} lives here.", "I saw {} at the market."),
+    "hyphen or apostrophe name": ("My name is {}.", "{} lives in a small house.", "I met {} yesterday."),
 }
+WORD_NAMES = ("Daisy", "Hunter", "Rose", "Bill", "Will", "Mark", "Grace", "Penny", "Dawn", "Sunny", "Miles", "Chase",
+              "Drew", "Crystal", "Frank")  # each an English word in lower case
+JOINED_NAMES = ("Marie-Claire", "Jean-Luc", "Anne-Sophie", "Hans-Peter", "Mary-Kate", "O'Neill", "O'Brien",
+                "D'Souza", "D'Angelo", "O'Connor")
+CODES = {  # template: codes
+    "My flight is {}.": ("LH2045", "BA117", "AF1234", "KL1001", "IB3170"),
+    "I am in room {}.": ("12C", "4B", "101A", "7D", "22F"),
+    "I bought a {} yesterday.": ("PS5", "iPad", "iPhone", "MP3", "GTX1080"),
+    "I found it on {}.": ("eBay", "YouTube", "PayPal", "LinkedIn", "WhatsApp"),
+}
+MANY_NUMBERS_KIND = "8 to 12 numbers"
+MANY_NUMBERS = ("The prices are {} dollars.", "Rooms {} are free.", "Call {}.")
+TYPED_SLOTS = ("Write <name1> in the form.", "Replace <num1> with your age.", "The letter says <name2> and <num3>.",
+               "Type <name1> here.", "Put <num2> in the box.", "Dear <name1>, thank you.")
+TRANSLATED = ("We leave on Monday.", "The shop is closed on Sunday.", "My birthday is in January.",
+              "She speaks English well.", "I am learning French.", "Do you speak Spanish?", "He lives in Germany.",
+              "We travelled to Spain.", "I live in London.", "We met at Christmas.", "See you on Sunday.",
+              "School starts in September.", "He speaks German.", "Is this book in English?", "They moved to France.",
+              "I visited Italy.", "We will meet on Friday.", "My mother is Russian.", "He came back from Sweden.",
+              "The party is on Saturday.")  # each word spelled otherwise in Spanish and in Dutch
 
 
 @dataclass(frozen=True)
 class Case:
-    """One sentence to translate and the entity its translation must contain verbatim."""
+    """One sentence to translate and the entities its translation must contain verbatim (or must not)."""
 
-    kind: str  # person, town, company, number (with its digits: "number, 3 digits"), year, price, time, phone
-    entity: str
+    kind: str  # person, town, company, number (with its digits: "number, 3 digits"), year, price, ...
+    entities: tuple[str, ...]
     sentence: str
+    copied: bool = True  # False: a word the translation must translate, not copy
+
+
+def holds(case: Case, translation: str) -> bool:
+    """The translation copies the case's entities (a line of many numbers: each as often as the source, and
+    no other number), or, for a word to translate, does not hold it."""
+    if not case.copied:
+        return not contains(translation, case.entities[0])
+    if case.kind == MANY_NUMBERS_KIND:
+        return Counter(NUMBER.findall(translation)) == Counter(case.entities)
+    return all(contains(translation, entity) for entity in case.entities)
 
 
 def entities(seed: int = 0) -> dict[str, list[str]]:
@@ -54,7 +92,12 @@ def entities(seed: int = 0) -> dict[str, list[str]]:
     found["price"] = [f"{rng.randrange(1, 100)},{rng.randrange(0, 1000):03d}" for _ in range(15)]
     found["time"] = [f"{rng.randrange(1, 13)}:{rng.randrange(0, 60):02d}" for _ in range(15)]
     found["phone"] = [f"{rng.randrange(200, 1000)}-{rng.randrange(0, 10000):04d}" for _ in range(15)]
+    found["name that is a word"], found["hyphen or apostrophe name"] = list(WORD_NAMES), list(JOINED_NAMES)
     return found
+
+
+def _listed(numbers: list[str]) -> str:
+    return f"{', '.join(numbers[:-1])} and {numbers[-1]}"
 
 
 def cases(seed: int = 0) -> list[Case]:
@@ -62,14 +105,23 @@ def cases(seed: int = 0) -> list[Case]:
     made = []
     for kind, values in entities(seed).items():
         for template in TEMPLATES[kind.split(",")[0]]:
-            made += [Case(kind, value, template.format(value)) for value in values]
+            made += [Case(kind, (value,), template.format(value)) for value in values]
+    made += [Case("code", (code,), template.format(code)) for template, codes in CODES.items() for code in codes]
+    rng = random.Random(seed)
+    for count in range(8, 13):
+        for template in MANY_NUMBERS:
+            for _ in range(2):
+                numbers = [str(n) for n in rng.sample(range(10, 1000), count)]
+                made.append(Case(MANY_NUMBERS_KIND, tuple(numbers), template.format(_listed(numbers))))
+    made += [Case("typed slot", tuple(TYPED_SLOT.findall(line)), line) for line in TYPED_SLOTS]
+    made += [Case("translated, not copied", (WORD.findall(line)[-1],), line, copied=False) for line in TRANSLATED]
     return made
 
 
 def copy_shares(checked: list[Case], translations: list[str]) -> dict[str, tuple[int, int]]:
-    """Per kind: (translations holding their entity verbatim, cases)."""
+    """Per kind: (translations that hold what they must, cases)."""
     shares: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for case, translation in zip(checked, translations, strict=True):
-        shares[case.kind][0] += contains(translation, case.entity)
+        shares[case.kind][0] += holds(case, translation)
         shares[case.kind][1] += 1
     return {kind: (copied, total) for kind, (copied, total) in shares.items()}

@@ -1,187 +1,221 @@
-"""Copy slots: names and numbers stand in the text as slot tokens the model learns to copy.
+"""Copy slots: names, numbers and codes stand in the text as slot tokens the model learns to copy.
 
 A model trained on Tatoeba sees almost no one but Tom and Mary, and byte-level BPE cuts "530" and
 "531" into pieces that share nothing: a name or a number it has not seen comes out garbled ("My name is
 Oluwaseun." → "Mi nombre es Juyu."). So, as placeholders do in production translators, a source's
-names and numbers are replaced by slot tokens before tokenizing (``<name1>``, ``<num1>``, numbered in
-order of appearance), the model translates around them, and each slot in its output is replaced by the
-text it stands for:
+names, numbers and codes (``data/entities.py`` reads them whole: ``Marie-Claire``, ``LH2045``) are
+replaced by slot tokens before tokenizing (``<name1>``, ``<num1>``, numbered in order of appearance), the
+model translates around them, and each slot in its output is replaced by the text it stands for:
 
     Oluwaseun has 530 cats.  →  <name1> has <num1> cats.  →  <name1> tiene <num1> gatos.
                                                           →  Oluwaseun tiene 530 gatos.
 
-Training pairs get slots only for what stands verbatim on both sides (Tom ↔ Tom, 1999 ↔ 1999), so
-a slot always means "copy me". At translation time every number is a slot, and so is a capitalized
-word that the training pairs copied more often than not (Tom, Boston) or that they never contained
-at all (a name the model could not know); capitalized words the corpus translates ("English" →
-"inglés", "Japan" → "Japón") stay words.
+Training pairs get slots only for what stands verbatim on both sides (Tom ↔ Tom, 1999 ↔ 1999), so a
+slot always means "copy me"; three in ten of them keep their names and numbers as text, so that a model
+read without this step (the ``transformers`` export) copies the corpus' names too, and half of the rest
+are numbered from a random set of slots, so that every slot token up to ``SLOTS_PER_KIND`` is learned.
+
+At translation time every number and code is a slot, and a capitalized word is a slot when the training
+pairs copy it more often than not (Tom, Boston) or when the corpus gives no reason to translate it:
+
+- inside a sentence, unless the pairs hold it capitalized there and translate it more often than not
+  ("London" → "Londres", "Monday" → "lunes" stay words): "Tell Daisy I called." has a name, though
+  "daisy" is a word, because no pair capitalizes it inside a sentence;
+- at a sentence's start, where any word is capitalized, and in capitals ("I", "USA", shouting), only
+  when the corpus never holds the word at all;
+- a capitalized word joined by hyphens or apostrophes is one slot if none of its parts is a word the
+  corpus translates (``O'Neill``, not ``Spanish-English``); a word with an inner capital (``iPad``) is a
+  candidate like a capitalized one.
 
 Scripts without letter case (Chinese, Japanese, Thai, Arabic, ...) have no capital to tell a name by, so
 there only what the training pairs carry verbatim becomes a slot: numbers, a Latin-script name inside the
-text ("私はTomです" reads as 私は · Tom · です: a word ends where the script's casing changes), a word the
-corpus copies more often than not; never "any word not seen".
+text, a word the corpus copies more often than not; never "any word not seen".
+
+A translation that repeats a slot has the repeat stand for the first slot it left out ("<num1> y <num1>"
+for "<num1> and <num2>"), or drops it; a slot still left out is put back after the slot it followed in the
+source; a slot the source does not have is dropped.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
+import random
 import re
+import zlib
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
+from data.entities import JOINERS, Token, cased, tokens
+
 KINDS = ("name", "num")
-SLOTS_PER_KIND = 6  # more names or numbers than this in one sentence stay text
+SLOTS_PER_KIND = 16  # more distinct names or numbers than this in one line stay text
+SLOTS_PER_KIND_BEFORE = 6  # what a copy_slots.json without the count was trained with
 SLOT_TOKENS = [f"<{kind}{n}>" for kind in KINDS for n in range(1, SLOTS_PER_KIND + 1)]
-WORD = re.compile(r"[^\W\d_]+")  # a run of letters of any script
-DIGIT_OR_UNDERSCORE = re.compile(r"[\d_]")
-NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")  # 7, 1999, 1,250, 10:45, 555-0199
 SLOT = re.compile(r"( ?)(<(?:name|num)\d+>)")
+UNSLOTTED_SHARE = 0.3  # training pairs whose names and numbers stay text
+RANDOM_NUMBERING_SHARE = 0.5  # of the slotted ones: slots drawn from all SLOTS_PER_KIND, not 1, 2, ...
 FILE = "copy_slots.json"
 
 
-@functools.lru_cache(maxsize=None)
-def cased(letter: str) -> bool:
-    """A letter of a script with case (Latin, Greek, Cyrillic, Armenian)."""
-    return letter.lower() != letter.upper()
-
-
-def _cut_by_case(word: str) -> list[str]:
-    """``私はTomです`` → ``私は``, ``Tom``, ``です``: a word of one script inside another's text is a word."""
-    pieces, start = [], 0
-    for i in range(1, len(word)):
-        if cased(word[i]) != cased(word[i - 1]):
-            pieces.append(word[start:i])
-            start = i
-    return [*pieces, word[start:]]
-
-
-def _touches_a_digit(text: str, start: int, end: int) -> bool:
-    return any(c.isdigit() or c == "_" for c in text[max(start - 1, 0) : start] + text[end : end + 1])
-
-
-def tokens(text: str) -> list[tuple[int, str, str]]:
-    """The numbers and whole words of ``text`` as ``(start, kind, text)``, kind ``num`` or ``word``. A word is
-    a run of letters cut where casing changes, touching no digit or underscore ("Tom" in "Tom's", not in
-    "Tom2"); a number is whole ("530", not in "1,530" or "5300")."""
-    found = [(m.start(), "num", m.group()) for m in NUMBER.finditer(text)]
-    may_touch = DIGIT_OR_UNDERSCORE.search(text) is not None  # most sentences hold neither: no check
-    for match in WORD.finditer(text):
-        start, word = match.start(), match.group()
-        one_script = word.isascii() or all(map(cased, word)) or not any(map(cased, word))
-        for piece in [word] if one_script else _cut_by_case(word):
-            if not (may_touch and _touches_a_digit(text, start, start + len(piece))):
-                found.append((start, "word", piece))
-            start += len(piece)
-    return sorted(found)
-
-
-def contains(text: str, entity: str) -> bool:
-    """``entity`` stands in ``text`` as a whole word or a whole number."""
-    return any(token == entity for _, _, token in tokens(text))
-
-
 class CopySlots:
-    """Which source words and numbers become slots, learned from the training pairs; saved beside the tokenizer."""
+    """Which source words, numbers and codes become slots, learned from the training pairs; saved beside the
+    tokenizer."""
 
-    def __init__(self, copied: Iterable[str], known: Iterable[str], caseless_source: bool = False) -> None:
+    def __init__(self, copied: Iterable[str], known: Iterable[str], caseless_source: bool = False,
+                 translated_inside: Iterable[str] | None = None, per_kind: int = SLOTS_PER_KIND) -> None:
         self.copied = set(copied)  # name-like words the training pairs keep verbatim more often than not
         self.known = set(known)  # every source word of the training pairs, lower-cased
         self.caseless_source = caseless_source  # the source language's script has no letter case
+        # Capitalized words the pairs hold inside a sentence and translate there more often than not;
+        # None for slots saved before the rule (then every known word stays a word, as it did).
+        self.translated_inside = None if translated_inside is None else set(translated_inside)
+        self.per_kind = per_kind
 
     @staticmethod
     def _name_like(word: str) -> bool:
-        """A candidate for a slot: capitalized, or in a script without case (where any word may be a name)."""
-        return word[0].isupper() or not cased(word[0])
+        """A candidate for a slot: with a capital letter, or in a script without case."""
+        return not cased(word[0]) or any(c.isupper() for c in word)
 
     @classmethod
     def learn(cls, pairs: Iterable[tuple[str, str]], min_count: int = 2) -> "CopySlots":
         """Read from ``(source, target)`` training pairs: which name-like words they copy (in ``min_count``
-        pairs or more, at least half of those that hold them) and every source word they hold."""
-        seen, kept, known, scripts = Counter(), Counter(), set(), Counter()
+        pairs or more, at least half of those that hold them), which capitalized words they translate inside
+        a sentence, and every source word they hold."""
+        seen, kept, inside, kept_inside, known, scripts = Counter(), Counter(), Counter(), Counter(), set(), Counter()
         for source, target in pairs:
-            words = {token for _, kind, token in tokens(source) if kind == "word"}
-            known.update(word.lower() for word in words)
-            scripts.update(cased(word[0]) for word in words)  # True: a word of a cased script
-            target_words = {token for _, kind, token in tokens(target) if kind == "word"}
-            for word in filter(cls._name_like, words):
+            words = [token for token in tokens(source) if token.kind == "word"]
+            known.update(part.lower() for token in words for part in re.split(f"[{JOINERS}]", token.text))
+            scripts.update(cased(token.text[0]) for token in words)  # True: a word of a cased script
+            in_target = {token.text for token in tokens(target)}
+            for word in {token.text for token in words if cls._name_like(token.text)}:
                 seen[word] += 1
-                kept[word] += word in target_words
+                kept[word] += word in in_target
+            for word in {token.text for token in words if not token.first and cased(token.text[0])
+                         and cls._name_like(token.text)}:
+                inside[word] += 1
+                kept_inside[word] += word in in_target
         return cls({w for w, n in kept.items() if n >= min_count and 2 * n >= seen[w]}, known,
-                   caseless_source=scripts[False] > scripts[True])
+                   caseless_source=scripts[False] > scripts[True],
+                   translated_inside={w for w, n in inside.items() if 2 * kept_inside[w] < n})
 
-    def _is_slot(self, word: str) -> bool:
-        """Copied by the training pairs, or a word they never held that looks like a name: capitalized, or in
-        a caseless script inside cased text (张伟 in English). A word of a caseless source's own script is a
-        slot only if the pairs copy it: there, nothing tells an unseen name from an unseen word."""
-        if word in self.copied:
+    def is_slot(self, token: Token) -> bool:
+        """Numbers and codes always; words by the rules of the module's docstring."""
+        word = token.text
+        if token.kind != "word" or word in self.copied:
             return True
-        if cased(word[0]):
-            return word[0].isupper() and word.lower() not in self.known
-        return not self.caseless_source and word not in self.known
+        if not cased(word[0]):  # 张伟 in English text: foreign, a name; in a caseless source, only if copied
+            return not self.caseless_source and word not in self.known
+        if not self._name_like(word):
+            return False
+        if any(joiner in word for joiner in JOINERS):  # Marie-Claire, O'Neill: every part as inside a name
+            parts = [part for part in re.split(f"[{JOINERS}]", word) if len(part) > 1]
+            return bool(parts) and all(self.is_slot(Token(token.start, "word", part)) for part in parts)
+        if token.first or self.translated_inside is None or word.isupper():  # "I", "USA", shouting: as known
+            return word.lower() not in self.known
+        return word not in self.translated_inside
 
     def entities(self, source: str) -> dict[str, str]:
-        """The slot of each distinct name and number of ``source`` a translation should copy, in order of
-        appearance: ``{"Oluwaseun": "<name1>", "530": "<num1>"}``."""
+        """The slot of each distinct name, number and code of ``source`` a translation should copy, in order
+        of appearance: ``{"Oluwaseun": "<name1>", "530": "<num1>"}``."""
         slots, counts = {}, Counter()
-        for _, kind, text in tokens(source):
-            if kind == "word" and not self._is_slot(text):
-                continue
-            kind = "name" if kind == "word" else kind
-            if text not in slots and counts[kind] < SLOTS_PER_KIND:
+        for token in filter(self.is_slot, tokens(source)):
+            kind = "num" if token.kind == "num" else "name"  # a code is copied as a name is
+            if token.text not in slots and counts[kind] < self.per_kind:
                 counts[kind] += 1
-                slots[text] = f"<{kind}{counts[kind]}>"
+                slots[token.text] = f"<{kind}{counts[kind]}>"
         return slots
 
     def pair_slots(self, source: str, target: str | None) -> dict[str, str]:
-        """A training pair's slots: only what its target holds verbatim, numbered again in source order.
-        Without a target (translation, evaluation), every entity of the source."""
+        """A training pair's slots: only what its target holds verbatim, numbered again in source order (or
+        from a random set of slots), none for ``UNSLOTTED_SHARE`` of the pairs; the draws are the pair's own
+        (a hash of its text), the same in every run. Without a target (translation, evaluation), every
+        entity of the source."""
         if target is None:
             return self.entities(source)
-        in_target = {text for _, _, text in tokens(target)}
-        kept = [text for text in self.entities(source) if text in in_target]
-        counts, slots = Counter(), {}
-        for text in kept:
-            kind = "num" if text[0].isdigit() else "name"
-            counts[kind] += 1
-            slots[text] = f"<{kind}{counts[kind]}>"
-        return slots
+        draw = random.Random(zlib.crc32(f"{source}\t{target}".encode()))
+        if draw.random() < UNSLOTTED_SHARE:
+            return {}
+        in_target = {token.text for token in tokens(target)}
+        kept = [(text, slot[1:-1].rstrip("0123456789")) for text, slot in self.entities(source).items()
+                if text in in_target]  # (entity, kind) in source order
+        shuffled = draw.random() < RANDOM_NUMBERING_SHARE
+        numbers = {kind: iter(sorted(draw.sample(range(1, self.per_kind + 1), n)) if shuffled else range(1, n + 1))
+                   for kind, n in Counter(kind for _, kind in kept).items()}
+        return {text: f"<{kind}{next(numbers[kind])}>" for text, kind in kept}
 
     @staticmethod
     def mask(text: str, slots: dict[str, str]) -> str:
-        """``text`` with every whole-word or whole-number occurrence of a slot's entity replaced by its token."""
+        """``text`` with every whole occurrence of a slot's entity replaced by its token."""
         if not slots:
             return text
         pieces, end = [], 0
-        for start, _, token in tokens(text):
-            if token in slots and start >= end:
-                pieces += [text[end:start], slots[token]]
-                end = start + len(token)
+        for token in tokens(text):
+            if token.text in slots and token.start >= end:
+                pieces += [text[end : token.start], slots[token.text]]
+                end = token.start + len(token.text)
         return "".join(pieces) + text[end:]
 
-    @staticmethod
-    def restore(text: str, slots: dict[str, str]) -> str:
-        """A translation's slot tokens replaced by what they stand for; a slot the source did not have is dropped."""
+    @classmethod
+    def restore(cls, text: str, slots: dict[str, str], source: str | None = None) -> str:
+        """A translation's slot tokens replaced by what they stand for. A slot the source did not have is
+        dropped; given the ``source``, a slot the translation repeats is kept as often as the source holds
+        it, and one it dropped is put back beside the slot it followed in the source."""
         entity_of = {token: entity for entity, token in slots.items()}
+        if source is not None:
+            text = cls.repaired(text, slots, source)
 
         def put(match: re.Match) -> str:  # a dropped slot takes the space before it along
             space, token = match.groups()
             return space + entity_of[token] if token in entity_of else ""
         return SLOT.sub(put, text)
 
+    @staticmethod
+    def repaired(text: str, slots: dict[str, str], source: str) -> str:
+        """A translation still holding its slot tokens, with each of the source's slots as often as the source
+        holds it: a repeat stands for the first slot missing (the model wrote ``<num1> y <num1>`` for
+        ``<num1> and <num2>``) or goes; a slot still missing is put after the slot before it in the source
+        (or before the closing punctuation)."""
+        allowed = Counter(slots[token.text] for token in tokens(source) if token.text in slots)
+        order = list(slots.values())  # source order
+        missing = [slot for slot in order if slot not in text]
+        used = Counter()
+
+        def keep(match: re.Match) -> str:
+            space, slot = match.groups()
+            used[slot] += 1
+            if used[slot] <= allowed[slot]:
+                return match.group()
+            return space + missing.pop(0) if missing else ""
+        text = SLOT.sub(keep, text)
+        entity_of = {slot: entity for entity, slot in slots.items()}
+        for slot in missing:
+            before = next((s for s in reversed(order[: order.index(slot)]) if s in text), None)
+            if before is not None:  # joined as the source joins the two: "12, 15" or "Ana Lima"
+                at = text.index(before) + len(before)
+                joint = ", " if f"{entity_of[before]}, {entity_of[slot]}" in source else " "
+                text = f"{text[:at]}{joint}{slot}{text[at:]}"
+            else:  # nothing before it came through: before the line's closing punctuation
+                body = text.rstrip(".!?…。")
+                text = f"{body} {slot}{text[len(body):]}"
+        return text
+
     def save(self, folder: str | os.PathLike) -> Path:
         path = Path(folder) / FILE
-        path.write_text(json.dumps({"copied": sorted(self.copied), "known": sorted(self.known),
-                                    "caseless_source": self.caseless_source}, ensure_ascii=False))
+        saved = {"copied": sorted(self.copied), "known": sorted(self.known), "caseless_source": self.caseless_source}
+        if self.translated_inside is not None:  # slots of before stay as they were
+            saved |= {"translated_inside": sorted(self.translated_inside), "slots_per_kind": self.per_kind}
+        path.write_text(json.dumps(saved, ensure_ascii=False))
         return path
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> "CopySlots | None":
-        """The slots saved in ``folder``; ``None`` for a tokenizer trained without them."""
+        """The slots saved in ``folder``; ``None`` for a tokenizer trained without them. A file of before
+        (no ``slots_per_kind``) keeps the rules and the six slots per kind it was trained with."""
         path = Path(folder) / FILE
         if not path.is_file():
             return None
         saved = json.loads(path.read_text())
-        return cls(saved["copied"], saved["known"], saved.get("caseless_source", False))
+        return cls(saved["copied"], saved["known"], saved.get("caseless_source", False),
+                   saved.get("translated_inside"), saved.get("slots_per_kind", SLOTS_PER_KIND_BEFORE))

@@ -32,7 +32,7 @@ from data.splits import column, split_pairs
 from data.tokenizer import MIN_VOCAB_SIZE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
 
 log = logging.getLogger(__name__)
-CACHE_VERSION = 1  # bump when the cached format changes
+CACHE_VERSION = 3  # bump when the cached format (or what copy slots hold) changes
 
 
 class DataCacheError(OSError):

@@ -155,7 +155,7 @@ class TranslationTokenizer:
         """Target text; with copy slots and the ``sources``, each slot replaced by what it stands for."""
         texts = self.tgt.decode_batch(ids, skip_special_tokens=True)
         if self.slots and sources is not None:
-            texts = [self.slots.restore(text, self.slots.entities(src)) for text, src in zip(texts, sources)]
+            texts = [self.slots.restore(text, self.slots.entities(src), src) for text, src in zip(texts, sources)]
         return texts
 
     def src_tokens(self, ids: list[int]) -> list[str]:

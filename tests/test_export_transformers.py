@@ -110,3 +110,19 @@ def test_what_pegasus_cannot_express_is_refused_in_one_line(variant, refused):
     model = tiny_model(**({"share_embeddings": True} | variant))
     with pytest.raises(RunLoadError, match=f"^cannot export to transformers: .*{refused}"):
         exportable(model, "transformers")
+
+
+def test_hub_check_scores_generate_on_raw_text_beside_translate_py(exported, smoke_run, capsys, monkeypatch, tmp_path):
+    from scripts import hub_check
+
+    _, folder = exported
+    monkeypatch.setattr(sys, "argv", ["hub_check.py", str(smoke_run), "--folder", str(folder)])
+    assert hub_check.main() == 0
+    out = capsys.readouterr().out
+    assert f"{len(hub_check.read_rows(smoke_run))} test sentences" in out
+    scored = [line for line in out.splitlines() if "BLEU" in line]
+    assert len(scored) == 2 and "translate.py" in scored[0] and "generate()" in scored[1]
+    bleu = json.loads((smoke_run / "test_metrics.json").read_text())["bleu"]
+    assert f"BLEU {bleu:5.2f}" in scored[0]  # translate.py's translations are the run's own test output
+    monkeypatch.setattr(sys, "argv", ["hub_check.py", str(smoke_run), "--folder", str(tmp_path / "none")])
+    assert hub_check.main() == 2 and "--to transformers" in capsys.readouterr().err  # one line: how to make it

@@ -36,7 +36,7 @@ def test_translations_carry_the_ids_their_attention_is_computed_for(smoke_run, b
     outputs = search(translator.model, pad_batch(ids, tok.pad_id), tok.bos_id, tok.eos_id, config)
     real = [t for t in translations if t.source]
     assert [t.src_ids for t in real] == ids and [t.output_ids for t in real] == outputs  # the same search, batched
-    assert [t.text for t in real] == tok.decode_tgt(outputs)
+    assert [t.text for t in real] == tok.decode_tgt(outputs, SENTENCES)  # slots filled from the sources
     view = translator.sentence_view(real[1])
     sentence = view.attention
     assert sentence.src_ids == ids[1] and sentence.output_ids == outputs[1]

@@ -107,10 +107,11 @@ def model_card(model: Seq2SeqTransformer, settings: RunSettings, checkpoint: Pat
                  f"{scores.get('beam_size')}: BLEU {scores.get('bleu', 0):.2f} (`{scores.get('bleu_signature')}`), "
                  f"chrF {scores.get('chrf', 0):.2f} (`{scores.get('chrf_signature')}`)."]
     text += ["", "## Intended use and limitations", "",
-             "Short everyday sentences like Tatoeba's. Long, technical or out-of-domain text translates worse; "
-             "rare names and numbers may not come through unchanged: the training repository's `translate.py` "
-             "reads them as copy slots (`<name1>`, `<num1>`) and fills them in after decoding, `generate()` on raw "
-             "text reads them as words. Not for anything where a wrong translation does harm."]
+             "Short everyday sentences like Tatoeba's. Long, technical or out-of-domain text translates worse. "
+             "`generate()` on raw text keeps the names the corpus keeps (Tom, Mary, Boston), but rare names, "
+             "numbers and codes may not come through unchanged: the training repository's `translate.py` reads "
+             "them as copy slots (`<name1>`, `<num1>`) and fills them in after decoding. Not for anything where a "
+             "wrong translation does harm."]
     pictures = sorted((run / "attention").glob("step_*/cross_sentence0.png"))
     if pictures:
         shutil.copyfile(pictures[-1], folder / "attention.png")

@@ -116,9 +116,9 @@ class TranslationModule(L.LightningModule):
         self.tokenizer, self.pair = datamodule.tokenizer, getattr(datamodule, "pair", LanguagePair())
         self.texts = {split: (datamodule.sources(split), datamodule.references(split))
                       for split in ("validation", "test")}
-        # Validation sentences of a readable length (5-12 source tokens), in a fixed order.
-        texts, src_ids = self.texts["validation"][0], datamodule.splits["validation"]["src_ids"]
-        self.readable_sources = [(text, ids) for text, ids in zip(texts, src_ids) if 5 <= len(ids) <= 12]
+        # Validation sentences of a readable length (5-12 source tokens), in a fixed order; any, if none is.
+        pairs = list(zip(self.texts["validation"][0], datamodule.splits["validation"]["src_ids"]))
+        self.readable_sources = [(text, ids) for text, ids in pairs if 5 <= len(ids) <= 12] or pairs
 
     # -- training: nothing here reads the device back, except at logging steps ------------
     def _losses(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
