@@ -5,17 +5,17 @@ The web layer (``server.py``) hands each request to ``Batcher.submit`` with the 
 next batch, translates it and answers every request whose lines are all done. Requests take turns:
 a batch holds one line of each waiting request, the one served longest ago first, then a second of
 each, … up to ``batch_lines`` lines and the work done in ``batch_time`` at the measured rate, so a
-long request cannot make short ones wait behind all of it, on any machine. The work waiting is
-bounded (``queue_work``: beyond it a request is refused at once, ``Overloaded``). A request whose
-deadline passes, or whose client leaves, is dropped with the lines it still had waiting, and its
-lines in the running batch leave the search at its next step. A request's answer never depends on
-the lines it was batched with.
+long request cannot make short ones wait behind all of it, on any machine. The rate is measured on
+batches that left lines waiting: how fast the server works through a queue. A request is taken only
+if it can be answered by its deadline at that rate (``admission.py``); else it is refused at once,
+``Overloaded``, with the seconds until there is room. A request whose deadline passes anyway, or whose
+client leaves, is dropped with the lines it still had waiting, and its lines in the running batch leave
+the search at its next step. A request's answer never depends on the lines it was batched with.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 import threading
 import time
 from collections.abc import Callable
@@ -23,19 +23,20 @@ from dataclasses import dataclass, field
 
 from model.inference.translator import Translation, Translator
 from model.search import SearchConfig
+from serving.admission import Admission, Overloaded
 from serving.limits import Limits
+
+
+WARM_UP = "Hello, how are you? I am fine, thank you."  # any language's tokenizer reads it as some tokens
+
+
+def line_costs(tokens: list[int], config: SearchConfig) -> list[int]:
+    """The work of each line, from the source tokens the model reads of it: tokens × beam width."""
+    return [n * config.beam_size for n in tokens]
 
 
 class ServerStopping(RuntimeError):
     """The server stops: work not done yet is not done."""
-
-
-class Overloaded(RuntimeError):
-    """More work waits than the server takes; ``retry_after``: seconds until it has done what waits."""
-
-    def __init__(self, message: str, retry_after: int) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 @dataclass(eq=False)
@@ -53,9 +54,10 @@ class Job:
     results: list[Translation | None] = field(default_factory=list)
     missing: int = 0  # lines not translated yet
     served: int = -1  # the last batch that held one of its lines (-1: none yet)
+    unfinished: int = 0  # work not done yet
 
     def __post_init__(self) -> None:
-        self.results, self.missing = [None] * len(self.lines), len(self.lines)
+        self.results, self.missing, self.unfinished = [None] * len(self.lines), len(self.lines), sum(self.costs)
 
     @property
     def dropped(self) -> bool:
@@ -84,32 +86,36 @@ class Batcher:
 
     translator: Translator
     limits: Limits = field(default_factory=Limits)
-    batch_lines: int = 16
+    batch_lines: int = 64
     batches: int = 0  # model batches run so far
     running: bool = False  # a thread runs ``run``
+    rate: float = 0.0  # work done per second working through a queue (0: not measured yet)
     _waiting: list[tuple[Job, int]] = field(default_factory=list)  # (request, line) in arrival order
     _calls: list[Job] = field(default_factory=list)
     _current: list[Job] = field(default_factory=list)  # the requests of the batch (or call) running now
     _taken: int = 0  # batches taken so far
-    rate: float = 0.0  # work done per second, as measured (0: nothing measured yet)
+    _queue_measured: bool = False  # ``rate`` is from a batch that left lines waiting (else from one that did not)
+    _left_waiting: bool = False  # the batch taken last left lines waiting
+    _admission: Admission = field(init=False)
     _stopping: bool = False
     _changed: threading.Condition = field(default_factory=threading.Condition)
+
+    def __post_init__(self) -> None:
+        margin = max(self.limits.batch_time, self.limits.deadline / 4)  # why: admission.py's docstring
+        self._admission = Admission(margin=margin, max_work=self.limits.max_work)
 
     def submit(self, lines: list[str], config: SearchConfig, costs: list[int], deadline: float,
                call: Callable[[], object] | None = None) -> Job:
         """Queue a request's lines (or one ``call`` on the model, costing ``costs[0]``); its ``future`` gets
-        the translations in order (or the call's result). Refused at once, ``Overloaded``, when the work
-        already waiting and this request's would pass ``queue_work``; ``ServerStopping`` once stopping."""
+        the translations in order (or the call's result). Refused at once, ``Overloaded``, when it cannot be
+        answered by its deadline (``admission.py``); ``ServerStopping`` once stopping."""
         loop = asyncio.get_running_loop()
         job = Job(lines, config, costs, loop.create_future(), loop, deadline, call)
         with self._changed:
             if self._stopping:
                 raise ServerStopping("the server is stopping")
-            waiting = sum(item.costs[i] for item, i in self._waiting if not item.dropped)
-            if waiting and waiting + sum(costs) > self.limits.queue_work:
-                retry = max(1, math.ceil(waiting / self.rate)) if self.rate else 1
-                raise Overloaded(f"the server is busy: {waiting} work waits, and {sum(costs)} more would pass "
-                                 f"serve.queue_work={self.limits.queue_work}; try again in {retry} s", retry)
+            self._admission.admit(job, self.rate, time.monotonic())
+            job.future.add_done_callback(lambda _: self._settle(job))
             if call is not None:
                 self._calls.append(job)
             else:
@@ -118,6 +124,28 @@ class Batcher:
         if not lines and call is None:
             job.answer([])
         return job
+
+    def warm_up(self) -> None:
+        """Before serving: a full batch that pays the model's one-time costs (seconds on a CPU), then one that
+        measures the rate, so that a flood on a fresh server is taken at about the rate it is served at (the
+        flood's own batches then refine it)."""
+        config, lines = self.translator.settings.search, [WARM_UP] * self.batch_lines
+        self.translator.translate(lines, config, batch_size=len(lines))
+        start = time.monotonic()
+        self.translator.translate(lines, config, batch_size=len(lines))
+        self.rate = sum(line_costs(self.translator.source_tokens(lines), config)) / (time.monotonic() - start)
+        self._queue_measured = True
+
+    def full(self) -> Overloaded | None:
+        """Why not even the least request could be taken now (None: one could); the guard then refuses a request
+        before the app parses it, which a flood needs: most of a request's cost on the server is taking it in."""
+        with self._changed:
+            return self._admission.full(self.rate, time.monotonic(), self.limits.deadline)
+
+    def _settle(self, job: Job) -> None:
+        """An answered, failed or dropped request's work leaves the admission's account."""
+        with self._changed:
+            self._admission.settle(job)
 
     def run(self) -> None:
         """The model's loop, until ``stop``: one batch (or call) at a time."""
@@ -173,8 +201,8 @@ class Batcher:
         order = sorted(turns, key=lambda job: job.served)
         config = order[0].config
         turns = {job: turns[job] for job in order if job.config == config}
-        # Work bound of a batch: what the measured rate does in batch_time (one line at a time until measured).
-        batch, work, bound = [], 0, self.rate * self.limits.batch_time
+        # Work bound of a batch: what the measured rate does in batch_time (one request's worth until measured).
+        batch, work, bound = [], 0, self.rate * self.limits.batch_time if self.rate else self.limits.max_work
         while len(batch) < self.batch_lines:
             took = False
             for lines in turns.values():
@@ -189,6 +217,7 @@ class Batcher:
                 break
         chosen = set(batch)
         self._waiting = [item for item in self._waiting if item not in chosen]
+        self._left_waiting = bool(self._waiting)
         self._taken += 1
         for job, _ in batch:
             job.served = self._taken
@@ -206,11 +235,22 @@ class Batcher:
                 job.answer(error=error)
             return
         if not any(job.dropped for job in self._current):  # a whole batch: its time measures the rate
-            rate = sum(job.costs[i] for job, i in batch) / max(time.monotonic() - start, 1e-3)
-            self.rate = 0.8 * self.rate + 0.2 * rate if self.rate else rate
+            self._measure(sum(job.costs[i] for job, i in batch) / max(time.monotonic() - start, 1e-3))
         self.batches += 1
+        with self._changed:
+            for job, i in batch:
+                self._admission.done(job, job.costs[i])
         for (job, i), result in zip(batch, results):  # each request gets exactly its own lines back, in order
             job.results[i] = result
             job.missing -= 1
             if job.missing == 0:
                 job.answer(job.results)
+
+    def _measure(self, rate: float) -> None:
+        """A whole batch's work per second. A batch that left lines waiting measures how fast a queue goes (a
+        running mean); one that did not (fewer lines, slower per line) only until one that did."""
+        if self._left_waiting:
+            self.rate = 0.8 * self.rate + 0.2 * rate if self._queue_measured else rate
+            self._queue_measured = True
+        elif not self._queue_measured:
+            self.rate = rate

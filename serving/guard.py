@@ -1,9 +1,14 @@
-"""What the server checks before any of a request reaches the app: its Host header and its body's size.
+"""What the server checks before any of a request reaches the app: its Host header, its body's size and time,
+and whether the model can take any request now.
 
 A page on another site can reach a server on 127.0.0.1 through DNS rebinding (its own name, made to
 point at 127.0.0.1): the browser then sends that name as the Host header. On a loopback address
 only this machine's own names for it are answered. The body is bounded before it is read: a
-declared ``Content-Length`` over the bound is refused at once, a streamed body as soon as it passes.
+declared ``Content-Length`` over the bound is refused at once, a streamed body as soon as it passes,
+one that has not all come within ``serve.read_time`` seconds with 408 (a client that never finishes its
+body would hold its connection for ever; ``connections.py`` does the same for a request's head). While
+the model's queue cannot take even the least request in time, a POST is refused (503, ``Retry-After``)
+before the app parses it: under a flood, taking requests in only to refuse them is most of the work.
 """
 
 from __future__ import annotations
@@ -11,6 +16,10 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from ipaddress import ip_address
+
+import anyio
+
+from serving.admission import Overloaded
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
@@ -43,10 +52,12 @@ async def refuse(send: Send, status: int, message: str, headers: list[tuple[byte
 
 
 class Guard:
-    """ASGI middleware: the Host check (when ``hosts`` is given) and the body bound, then the app."""
+    """ASGI middleware: the Host check (when ``hosts`` is given), the body's bounds, a POST refused while the model is
+    full, then the app."""
 
-    def __init__(self, app: Callable, max_body: int, hosts: set[str] | None = None) -> None:
-        self.app, self.max_body, self.hosts = app, max_body, hosts
+    def __init__(self, app: Callable, max_body: int, read_time: float, hosts: set[str] | None = None,
+                 full: Callable[[], Overloaded | None] = lambda: None) -> None:
+        self.app, self.max_body, self.read_time, self.hosts, self.full = app, max_body, read_time, hosts, full
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -60,14 +71,19 @@ class Guard:
         if not declared.isdigit() or int(declared) > self.max_body:
             return await refuse(send, 413, f"body: over the bound of {self.max_body} bytes (serve.max_body)")
         body, more = bytearray(), True
-        while more:  # read here, up to the bound, whatever the body claimed to be
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-            if len(body) > self.max_body:
-                return await refuse(send, 413, f"body: over the bound of {self.max_body} bytes (serve.max_body)")
+        with anyio.move_on_after(self.read_time):  # one timer for the whole body (not one for each part)
+            while more:  # read here, up to the bound, whatever the body claimed to be
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                body += message.get("body", b"")
+                more = message.get("more_body", False)
+                if len(body) > self.max_body:
+                    return await refuse(send, 413, f"body: over the bound of {self.max_body} bytes (serve.max_body)")
+        if more:
+            return await refuse(send, 408, f"body: not all sent within serve.read_time={self.read_time:g} s")
+        if scope.get("method") == "POST" and (busy := self.full()):  # read, so that closing resets nothing
+            return await refuse(send, 503, str(busy), [(b"retry-after", str(busy.retry_after).encode())])
         replayed = False
 
         async def replay() -> Message:  # the body once, then the client's own messages (its leaving)

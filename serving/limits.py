@@ -19,19 +19,18 @@ def limit(default, metavar: str, help: str):  # noqa: A002 — the --help text
 
 @dataclass
 class Limits:
-    """The ``serve.*`` options: every request's work, a batch's time, the queue, the deadline, the body."""
+    """The ``serve.*`` options: every request's work, a batch's time, the deadline, the body, the time to send it."""
 
     max_work: int = limit(8192, "N", "source tokens x beam_size of a request (+ n_best); more: 413")
     batch_time: float = limit(0.5, "S", "seconds of a model batch: long requests take turns")
-    queue_work: int = limit(65536, "N", "work waiting at once; more: 503 with Retry-After")
-    deadline: float = limit(30.0, "S", "seconds a request may wait and run; later: 504, work dropped")
+    deadline: float = limit(30.0, "S", "seconds a request may wait and run: refused at once (503 with "
+                                       "Retry-After) if it cannot be answered in them; past them: 504")
     max_body: int = limit(1_000_000, "N", "bytes of a request's body, bounded before it is read")
+    read_time: float = limit(10.0, "S", "seconds a client may take to send a request's head, and its body; "
+                                        "slower: closed")
     window: float = limit(0.01, "S", "seconds a batch with room waits for more lines")
 
     def __post_init__(self) -> None:
         small = [f"serve.{f.name}={getattr(self, f.name)}" for f in fields(Limits) if getattr(self, f.name) <= 0]
         if small:
             raise ValueError(f"{', '.join(small)}: must be above 0")
-        if self.max_work > self.queue_work:
-            raise ValueError(f"serve.max_work={self.max_work} is above serve.queue_work={self.queue_work}: "
-                             f"such a request could never be queued")

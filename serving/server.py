@@ -11,10 +11,11 @@ model batches (``batcher.py``), within limits (``limits.py``). No request names 
 reads only the run it was started with. ``/docs`` is the interactive API page, served offline.
 
 Every request's work is bounded: source tokens × beam width (plus its n-best and attention) up to
-``serve.max_work``, else 413; more than ``serve.queue_work`` waiting: 503 with ``Retry-After``; past
-``serve.deadline`` seconds: 504, its work dropped (out of the running search too), as when its client
-leaves. Bodies are bounded before they are read and, on a loopback address, only this machine's names
-are answered (``guard.py``).
+``serve.max_work``, else 413; one that cannot be answered within ``serve.deadline`` seconds at the rate the
+server measures: 503 at once, with ``Retry-After``; one past its deadline anyway: 504, its work dropped (out
+of the running search too), as when its client leaves. Bodies are bounded in size and time before they are
+read and, on a loopback address, only this machine's names are answered (``guard.py``); a connection that sends
+no request head in ``serve.read_time`` seconds is closed (``connections.py``).
 Ctrl-C or SIGTERM: new requests refused, the running batch dropped, exit 130 or 143 within seconds.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import html
 import json
 import signal
@@ -40,7 +42,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from model.inference.translator import Translation, Translator
 from model.search import MAX_BEAM, SearchConfig
 from model.views.explorer import TEMPLATE, explorer_data, sentence_record
-from serving.batcher import Batcher, Job, Overloaded, ServerStopping
+from serving.admission import Overloaded
+from serving.batcher import Batcher, Job, ServerStopping, line_costs
 from serving.guard import Guard, is_loopback, loopback_hosts
 from serving.limits import Limits
 
@@ -95,7 +98,8 @@ def create_app(translator: Translator, limits: Limits = Limits(), hosts: set[str
     app.exception_handler(Refused)(refused)
     app.post("/translate", response_model=TranslateResponse)(translate)
     app.get("/", response_class=HTMLResponse, include_in_schema=False)(page)
-    app.add_middleware(Guard, max_body=limits.max_body, hosts=hosts)
+    app.add_middleware(Guard, max_body=limits.max_body, read_time=limits.read_time, hosts=hosts,
+                       full=app.state.batcher.full)
     return app
 
 
@@ -129,19 +133,27 @@ async def refused(request: Request, error: Refused) -> JSONResponse:
 async def answer(job: Job, http: Request, allowed: float):
     """The job's result, once the model has done it; 504 past the deadline, 499 if the client left (its
     work dropped either way: its lines leave the queue and the running search)."""
+    left = asyncio.ensure_future(client_leaves(http))
     try:
-        while not job.future.done():
-            remaining = job.deadline - time.monotonic()
-            if remaining <= 0:
-                job.future.cancel()
-                raise Refused(504, f"not done within serve.deadline={allowed:g} s; its work was dropped")
-            await asyncio.wait({job.future}, timeout=min(remaining, 0.25))
-            if not job.future.done() and await http.is_disconnected():
-                job.future.cancel()
-                raise Refused(499, "the client left")
-        return job.future.result()
+        await asyncio.wait({job.future, left}, timeout=max(0.0, job.deadline - time.monotonic()),
+                           return_when=asyncio.FIRST_COMPLETED)
+        if job.future.done():
+            return job.future.result()
+        job.future.cancel()
+        if left.done():
+            raise Refused(499, "the client left")
+        raise Refused(504, f"not done within serve.deadline={allowed:g} s; its work was dropped")
     except ServerStopping as error:
         raise Refused(503, str(error)) from None
+    finally:
+        left.cancel()
+
+
+async def client_leaves(http: Request) -> None:
+    """Returns when the client disconnects: its body was read, so the next message is its leaving (waited for,
+    not polled: a thousand waiting requests cost nothing until something happens)."""
+    while (await http.receive())["type"] != "http.disconnect":
+        pass
 
 
 async def run_on_model(http: Request, lines: list[str], config: SearchConfig, costs: list[int], deadline: float,
@@ -163,7 +175,7 @@ def work(request: TranslateRequest, tokens: list[int], config: SearchConfig, lim
     too_long = [i for i, line in enumerate(request.lines) if len(line) > MAX_LINE_CHARS]
     if too_long:
         raise Refused(413, f"lines.{too_long[0]}: longer than {MAX_LINE_CHARS} characters")
-    costs = [n * config.beam_size for n in tokens]
+    costs = line_costs(tokens, config)
     first = next((n for n in tokens if n), 0)  # the first non-empty line's tokens (0: none)
     total = sum(costs) + first * config.beam_size * request.n_best + first * request.attention
     if total > limits.max_work:
@@ -231,11 +243,15 @@ def serve(translator: Translator, host: str = "127.0.0.1", port: int = 8000, lim
     SIGTERM."""
     import uvicorn
 
+    from serving.connections import TimelyH11, raise_open_files_limit
+
+    raise_open_files_limit()  # every client at once needs a file each
     app = create_app(translator, limits, loopback_hosts(port) if is_loopback(host) else None)
     batcher: Batcher = app.state.batcher
+    batcher.warm_up()  # not the first client: it pays the model's one-time costs and measures the rate
     batcher.running = True
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                           timeout_graceful_shutdown=1))
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=1,
+                                           http=functools.partial(TimelyH11, read_time=limits.read_time)))
     web = threading.Thread(target=server.run, name="web", daemon=True)  # no signal handlers off the main thread
     web.start()
     while not server.started and web.is_alive():

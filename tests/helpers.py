@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -117,9 +118,10 @@ def post(port: int, body: dict, timeout: float = 60) -> dict:
 
 
 @contextlib.contextmanager
-def serving(run, *options: str):
+def serving(run, *options: str, env: dict[str, str] | None = None):
     """``translate.py run=RUN serve=true`` on a free local port, answering; Ctrl-C at the end (if still running).
-    Yields (port, ended, process); once stopped, ``ended`` holds (exit code, stdout, stderr)."""
+    Yields (port, ended, process); once stopped, ``ended`` holds (exit code, stdout, stderr). ``env``: more
+    environment variables for the server."""
     import signal
     import socket
     import time
@@ -129,6 +131,7 @@ def serving(run, *options: str):
         port = probe.getsockname()[1]
     process = subprocess.Popen([sys.executable, str(ROOT / "translate.py"), f"run={run}", "serve=true",
                                 f"port={port}", *options], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, **(env or {})},
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     ended = []
     try:

@@ -8,7 +8,8 @@ import pytest
 
 from model.inference.translator import Translation
 from model.search import SearchConfig
-from serving.batcher import Batcher, Overloaded, ServerStopping
+from serving.admission import Overloaded
+from serving.batcher import Batcher, ServerStopping
 from serving.limits import Limits
 
 CONFIG = SearchConfig(beam_size=2)
@@ -74,16 +75,35 @@ def test_a_batch_holds_the_work_of_its_time_at_the_measured_rate_and_a_line_over
     assert recorder.batches == [["a", "b"], ["huge"], ["c"]]  # 80 of 100; then huge, alone, its turn; the rest
 
 
-def test_before_any_batch_is_measured_a_batch_holds_one_line():
+def test_before_any_batch_is_measured_a_batch_holds_one_requests_worth():
     recorder = Recorder(seconds_per_line=0.01)
-    batcher = Batcher(recorder, Limits(window=0.2), batch_lines=16)
+    batcher = Batcher(recorder, Limits(window=0.2, max_work=80), batch_lines=16)
 
     async def scenario():
         later = time.monotonic() + 60
         return await batcher.submit(["a", "b", "c"], CONFIG, [40, 40, 40], later).future
 
     run_scenario(batcher, scenario)
-    assert recorder.batches[0] == ["a"] and batcher.rate > 0 and len(recorder.batches) < 3
+    assert recorder.batches == [["a", "b"], ["c"]] and batcher.rate > 0
+
+
+def test_the_rate_is_measured_on_batches_that_leave_lines_waiting():
+    recorder = Recorder(seconds_per_line=0.02)  # 50 lines/s, 1 work a line: a batch of 1 or of 4, the same rate
+    batcher = Batcher(recorder, Limits(window=0.01), batch_lines=4)
+
+    async def scenario():
+        later = time.monotonic() + 60
+        await batcher.submit(["alone"], CONFIG, [1], later).future  # a batch of one: measured until a queue is
+        alone = batcher.rate
+        recorder.seconds_per_line = 0.005  # the machine is faster with a queue (as batches of many lines are)
+        await asyncio.gather(*(batcher.submit([f"queued {i}"], CONFIG, [1], later).future for i in range(12)))
+        queued = batcher.rate
+        await batcher.submit(["alone again"], CONFIG, [1], later).future
+        return alone, queued, batcher.rate
+
+    alone, queued, after = run_scenario(batcher, scenario)
+    assert 10 < alone < 60 and queued > 2 * alone  # the queue's batches replaced the lone batch's rate
+    assert after == queued  # a lone batch no longer lowers it
 
 
 def test_a_dropped_request_leaves_the_running_batch_at_its_next_step():
@@ -103,21 +123,27 @@ def test_a_dropped_request_leaves_the_running_batch_at_its_next_step():
     assert run_scenario(batcher, scenario) < 5  # not the 30 s its line would have taken
 
 
-def test_work_over_the_queue_bound_is_refused_at_once_with_a_retry_time():
-    batcher = Batcher(Recorder(), Limits(max_work=10, queue_work=100))  # no model loop: everything waits
+def test_a_flood_is_taken_as_far_as_it_can_be_answered_in_time_and_the_rest_refused_at_once():
+    recorder = Recorder(seconds_per_line=0.01, step=0.002)  # ~100 lines/s at one work a line
+    batcher = Batcher(recorder, Limits(window=0.01, batch_time=0.1, deadline=1.0), batch_lines=4)
 
     async def scenario():
         later = time.monotonic() + 60
-        first = batcher.submit(["a"], CONFIG, [90], later)  # waits
-        with pytest.raises(Overloaded) as refused:
-            batcher.submit(["b"], CONFIG, [20], later)
-        batcher.submit(["c"], CONFIG, [10], later)  # still within the bound
-        first.future.cancel()  # its client left: its work no longer counts
-        batcher.submit(["d"], CONFIG, [80], later)
-        return refused.value
+        await asyncio.gather(*(batcher.submit([f"warm {i}"], CONFIG, [1], later).future for i in range(20)))
+        rate, later = batcher.rate, time.monotonic() + 1.0
+        jobs, refused = [], []
+        for i in range(300):
+            try:
+                jobs.append(batcher.submit([f"line {i}"], CONFIG, [1], later))
+            except Overloaded as error:
+                refused.append(error)
+        answers = await asyncio.wait_for(asyncio.gather(*(job.future for job in jobs)), timeout=30)
+        return rate, len(jobs), refused, time.monotonic() - later, answers
 
-    refused = asyncio.run(scenario())
-    assert refused.retry_after >= 1 and "serve.queue_work=100" in str(refused) and "\n" not in str(refused)
+    rate, taken, refused, late, answers = run_scenario(batcher, scenario)
+    assert 0.3 * rate <= taken <= 0.9 * rate + 2 and len(refused) == 300 - taken  # at most what fits: 1 s less 0.1
+    assert late < 0 and len(answers) == taken, late  # every request taken was answered before its deadline
+    assert all(error.retry_after >= 1 and "\n" not in str(error) for error in refused)
 
 
 def test_a_request_past_its_deadline_is_dropped_unread():

@@ -33,13 +33,16 @@ def through_guard(guard_options: dict, headers: dict[str, str], chunks: list[byt
     sent = []
 
     async def receive():
+        if messages and messages[0]["body"] is None:  # a chunk that never comes: the client stalls
+            await asyncio.sleep(3600)
         return messages.pop(0) if messages else {"type": "http.disconnect"}
 
     async def send(message):
         sent.append(message)
 
-    scope = {"type": "http", "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
-    asyncio.run(Guard(echo, **guard_options)(scope, receive, send))
+    scope = {"type": "http", "method": "POST" if chunks != [b""] else "GET",
+             "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
+    asyncio.run(Guard(echo, **{"read_time": 10.0, **guard_options})(scope, receive, send))
     return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:]), received[0] if received else None
 
 
@@ -54,6 +57,23 @@ def test_the_guard_passes_a_body_within_its_bound_whole_to_the_app():
 def test_the_guard_refuses_a_body_over_its_bound_before_the_app_sees_it(headers, chunks):
     status, body, read = through_guard({"max_body": 10}, headers, chunks)
     assert status == 413 and read is None and "serve.max_body" in json.loads(body)["error"]
+
+
+def test_the_guard_answers_408_to_a_body_not_sent_within_its_time():
+    start = time.monotonic()
+    status, body, read = through_guard({"max_body": 10, "read_time": 0.2}, {"Content-Length": "8"}, [b"1234", None])
+    assert status == 408 and read is None and "serve.read_time=0.2 s" in json.loads(body)["error"]
+    assert time.monotonic() - start < 10  # at its time, not when the client would have sent the rest
+
+
+def test_a_post_is_refused_before_the_app_sees_it_while_the_model_can_take_nothing():
+    from serving.admission import Overloaded
+
+    full = Overloaded("the server is busy: 9000 work comes before it; try again in 7 s", 7)
+    status, body, read = through_guard({"max_body": 10, "full": lambda: full}, {"Content-Length": "4"}, [b"1234"])
+    assert status == 503 and read is None and json.loads(body)["error"] == str(full)
+    get = through_guard({"max_body": 10, "full": lambda: full}, {}, [b""])  # the page is still served
+    assert get[0] == 200 and get[2] == b""
 
 
 def test_the_guard_answers_only_the_hosts_it_is_given():

@@ -222,5 +222,5 @@ def test_the_limits_help_names_are_the_servers_defaults():
     for name, value in asdict(Limits()).items():
         line = next(line for line in help_text.splitlines() if line.strip().startswith(f"serve.{name}="))
         assert line.rstrip().endswith(f"[{value:.12g}]"), line
-    with pytest.raises(ValueError, match="serve.max_work=100 is above serve.queue_work=50"):
-        Limits(max_work=100, queue_work=50)
+    with pytest.raises(ValueError, match="serve.read_time=0: must be above 0"):
+        Limits(read_time=0)

@@ -51,7 +51,7 @@ def idle_within(pid: int, seconds: float, window: float) -> bool:
 
 
 def test_short_requests_pass_long_work_and_a_client_that_leaves_frees_its_work(slow_run, batch):
-    with serving(slow_run, "serve.max_work=1000000", "serve.queue_work=2000000") as (port, ended, process):
+    with serving(slow_run, "serve.max_work=1000000") as (port, ended, process):
         body = json.dumps(LONG).encode()
         leaving = socket.create_connection(("127.0.0.1", port))
         leaving.sendall(f"POST /translate HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
@@ -67,7 +67,7 @@ def test_short_requests_pass_long_work_and_a_client_that_leaves_frees_its_work(s
 
 
 def test_a_request_past_its_deadline_gets_504_and_its_work_is_dropped(slow_run, batch):
-    with serving(slow_run, "serve.max_work=1000000", "serve.queue_work=2000000", "serve.deadline=1") as (
+    with serving(slow_run, "serve.max_work=1000000", "serve.deadline=1") as (
             port, ended, process):
         start = time.monotonic()
         status, _, body = call(port, "POST", "/translate", LONG, timeout=30 + 10 * batch)  # 64 batches of work
@@ -77,10 +77,10 @@ def test_a_request_past_its_deadline_gets_504_and_its_work_is_dropped(slow_run, 
     assert ended[0] == 130
 
 
-def test_a_flood_over_the_queue_bound_gets_503_and_every_client_an_answer(slow_run, batch):
+def test_a_flood_of_many_line_requests_gets_503_at_once_and_every_client_an_answer(slow_run, batch):
     request = {"lines": [f"Sentence number {i} is not short at all, my friend." for i in range(16)], "beam_size": 5}
-    deadline = f"serve.deadline={3 + 4 * batch:.1f}"  # some flooders wait past it; a lone request never does
-    with serving(slow_run, "serve.queue_work=20000", deadline) as (port, ended, process):
+    deadline = f"serve.deadline={3 + 4 * batch:.1f}"  # more than fits in it; a lone request always does
+    with serving(slow_run, deadline) as (port, ended, process):
         with ThreadPoolExecutor(16) as pool:
             list(pool.map(lambda _: call(port, "POST", "/translate", request), range(4)))  # warm
             memory = resident_kib(process.pid)
@@ -97,7 +97,7 @@ def test_a_flood_over_the_queue_bound_gets_503_and_every_client_an_answer(slow_r
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_while_a_batch_runs_stops_within_two_seconds(slow_run, signum, code, batch):
-    with serving(slow_run, "serve.max_work=1000000", "serve.queue_work=2000000") as (port, ended, process):
+    with serving(slow_run, "serve.max_work=1000000") as (port, ended, process):
         with ThreadPoolExecutor(1) as pool:
             waiting = pool.submit(call, port, "POST", "/translate", LONG, None, 30)
             time.sleep(1.5)

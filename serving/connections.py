@@ -1,0 +1,52 @@
+"""Connections, apart from the requests on them: the server may hold as many as the system lets it, and closes
+one that has not sent a request's head within ``serve.read_time`` seconds (the guard bounds the body's time).
+
+A client can open connections and never finish a request on them (half-open: part of a head, or a head and
+part of a body). uvicorn keeps such a connection for ever, and each holds one of the process's open files.
+With the usual limit of 1,024 files, a thousand of them leave none to accept the next client with: the
+server answers nobody until they go, and asyncio logs "Too many open files" without end (docs/results.md,
+"A flood"). So the limit is raised as far as the system allows, and a connection that does not send its
+request in time is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+
+def raise_open_files_limit() -> int:
+    """The process's soft limit of open files raised to its hard limit; the limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    except (ValueError, OSError):  # not allowed here: keep the limit there is
+        return soft
+    return wanted
+
+
+class TimelyH11(H11Protocol):
+    """uvicorn's HTTP/1.1 connection, closed when no request head has arrived ``read_time`` seconds after it
+    opened or after its last answer (a connection kept alive waits for its next request as long)."""
+
+    def __init__(self, *args, read_time: float, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.read_time, self.answers = read_time, 0
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.loop.call_later(self.read_time, self._close_without_head, self.answers)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self.answers += 1
+        self.loop.call_later(self.read_time, self._close_without_head, self.answers)
+
+    def _close_without_head(self, answers: int) -> None:
+        waiting_for_head = self.cycle is None or self.cycle.response_complete
+        if answers == self.answers and waiting_for_head and not self.transport.is_closing():
+            self.transport.close()
+
