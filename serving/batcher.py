@@ -86,7 +86,7 @@ class Batcher:
 
     translator: Translator
     limits: Limits = field(default_factory=Limits)
-    batch_lines: int = 64
+    batch_lines: int = 64  # as translate.py's batches; a batch's work is bounded by batch_time too
     batches: int = 0  # model batches run so far
     running: bool = False  # a thread runs ``run``
     rate: float = 0.0  # work done per second working through a queue (0: not measured yet)

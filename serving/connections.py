@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import resource
+import select
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -47,6 +48,15 @@ class TimelyH11(H11Protocol):
 
     def _close_without_head(self, answers: int) -> None:
         waiting_for_head = self.cycle is None or self.cycle.response_complete
-        if answers == self.answers and waiting_for_head and not self.transport.is_closing():
+        if answers != self.answers or not waiting_for_head or self.transport.is_closing():
+            return
+        if unread(self.transport):  # the client sent what a busy server has not read yet: not the client's delay
+            self.loop.call_later(self.read_time, self._close_without_head, answers)
+        else:
             self.transport.close()
+
+
+def unread(transport: asyncio.Transport) -> bool:
+    """Whether the connection has bytes (or its end) waiting that the server has not read yet."""
+    return bool(select.select([transport.get_extra_info("socket").fileno()], [], [], 0)[0])
 

@@ -47,17 +47,17 @@ def waits(answers, status: int) -> list[float]:
 
 def test_a_flood_is_answered_in_time_or_refused_at_once_before_and_after_bad_requests(slow_run, flood_size):
     deadline, lines = flood_size
-    with serving(slow_run, f"serve.deadline={deadline:.1f}", "serve.read_time=1", env={"OMP_NUM_THREADS": THREADS}) \
+    with serving(slow_run, f"serve.deadline={deadline:.1f}", "serve.read_time=2", env={"OMP_NUM_THREADS": THREADS}) \
             as (port, ended, process):
         fresh = flood(port, lines, beam_size=BEAM)
-        said = replay(port, connections=1000, hold=3.0)
+        said = replay(port, connections=1000, hold=5.0)
         after = flood(port, lines, beam_size=BEAM)
     for answers in (fresh, after):
         statuses = {answer.status for answer in answers}
         assert statuses == {200, 503}, statuses  # more than fits: some refused; none past its deadline (504)
         assert statistics.median(waits(answers, 503)) < statistics.median(waits(answers, 200))  # refused on arrival
     assert said["100 MB body"] == said["heaviest request"] == 413 and set(said["bad types"]) <= {400, 422}
-    assert said["1000 half-open connections, still open after 3 s"] == 0  # closed after serve.read_time
+    assert said["1000 half-open connections, still open after 5 s"] == 0  # closed after serve.read_time
     rate = lambda answers: len(waits(answers, 200)) / max(a.at for a in answers if a.status == 200)  # noqa: E731
     assert len(waits(after, 200)) >= 0.8 * len(waits(fresh, 200)), (len(waits(fresh, 200)), len(waits(after, 200)))
     assert rate(after) >= 0.8 * rate(fresh), (rate(fresh), rate(after))
