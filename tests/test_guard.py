@@ -15,9 +15,11 @@ from helpers import call, post, serving
 from serving.guard import Guard, loopback_hosts
 
 
-def through_guard(guard_options: dict, headers: dict[str, str], chunks: list[bytes]) -> tuple[int, bytes, bytes | None]:
+def through_guard(guard_options: dict, headers: dict[str, str], chunks: list[bytes | None],
+                  method: str = "POST") -> tuple[int, bytes, bytes | None]:
     """One HTTP request through ``Guard`` around an app that echoes the body it reads: (status, response body,
-    the body the app read, None if it was never called). ``chunks``: the request body as the client streams it."""
+    the body the app read, None if it was never called). ``chunks``: the request body as the client streams it (None:
+    a part that never comes)."""
     received = []
 
     async def echo(scope, receive, send):
@@ -40,8 +42,7 @@ def through_guard(guard_options: dict, headers: dict[str, str], chunks: list[byt
     async def send(message):
         sent.append(message)
 
-    scope = {"type": "http", "method": "POST" if chunks != [b""] else "GET",
-             "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
+    scope = {"type": "http", "method": method, "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()]}
     asyncio.run(Guard(echo, **{"read_time": 10.0, **guard_options})(scope, receive, send))
     return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:]), received[0] if received else None
 
@@ -72,7 +73,7 @@ def test_a_post_is_refused_before_the_app_sees_it_while_the_model_can_take_nothi
     full = Overloaded("the server is busy: 9000 work comes before it; try again in 7 s", 7)
     status, body, read = through_guard({"max_body": 10, "full": lambda: full}, {"Content-Length": "4"}, [b"1234"])
     assert status == 503 and read is None and json.loads(body)["error"] == str(full)
-    get = through_guard({"max_body": 10, "full": lambda: full}, {}, [b""])  # the page is still served
+    get = through_guard({"max_body": 10, "full": lambda: full}, {}, [b""], method="GET")  # the page is still served
     assert get[0] == 200 and get[2] == b""
 
 
