@@ -59,6 +59,9 @@ class Admission:
         """Take ``job``, or refuse it (``Overloaded``) when it cannot be answered in time at ``rate`` (work per
         second; 0: not measured yet)."""
         own = sum(job.costs)
+        if not job.lines:  # a call for a translation already done (n-best, attention), or nothing: always taken
+            self.single += own
+            return
         if refused := self.refusal(job, rate, now):
             raise refused
         for other in self.turns:  # this request's lines take turns before the rest of theirs

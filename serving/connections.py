@@ -57,6 +57,9 @@ class TimelyH11(H11Protocol):
 
 
 def unread(transport: asyncio.Transport) -> bool:
-    """Whether the connection has bytes (or its end) waiting that the server has not read yet."""
-    return bool(select.select([transport.get_extra_info("socket").fileno()], [], [], 0)[0])
+    """Whether the connection has bytes (or its end) waiting that the server has not read yet (poll, not select:
+    a flood's connections have file numbers past select's 1,024)."""
+    poller = select.poll()
+    poller.register(transport.get_extra_info("socket").fileno(), select.POLLIN)
+    return bool(poller.poll(0))
 

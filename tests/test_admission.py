@@ -95,6 +95,18 @@ def test_work_done_or_dropped_makes_room():
     assert admission.single == 0
 
 
+def test_a_call_for_a_translation_already_done_is_always_taken():
+    admission = Admission(margin=MARGIN, max_work=1000)
+    for _ in range(95):
+        admission.admit(Request([10], deadline=10.0), RATE, now=0.0)
+    with pytest.raises(Overloaded):
+        admission.admit(Request([10], deadline=10.0), RATE, now=0.0)
+    call = Request([10], deadline=10.0)
+    call.lines = []  # the n-best or attention of a request whose lines are translated
+    admission.admit(call, RATE, now=0.0)
+    assert admission.single == 960
+
+
 def test_before_a_rate_is_measured_one_requests_worth_is_taken():
     admission = Admission(margin=MARGIN, max_work=100)
     admission.admit(Request([1000], deadline=1.0), 0.0, now=0.0)  # alone: always taken (max_work bounds it)
