@@ -12,14 +12,18 @@ request in time is closed.
 from __future__ import annotations
 
 import asyncio
-import resource
 import select
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 
-def raise_open_files_limit() -> int:
-    """The process's soft limit of open files raised to its hard limit; the limit now."""
+def raise_open_files_limit() -> int | None:
+    """The process's soft limit of open files raised to its hard limit; the limit now (None: no such limit here,
+    as on Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
     try:
@@ -59,7 +63,10 @@ class TimelyH11(H11Protocol):
 def unread(transport: asyncio.Transport) -> bool:
     """Whether the connection has bytes (or its end) waiting that the server has not read yet (poll, not select:
     a flood's connections have file numbers past select's 1,024)."""
+    socket = transport.get_extra_info("socket")
+    if not hasattr(select, "poll"):  # Windows: its select takes any socket
+        return bool(select.select([socket], [], [], 0)[0])
     poller = select.poll()
-    poller.register(transport.get_extra_info("socket").fileno(), select.POLLIN)
+    poller.register(socket.fileno(), select.POLLIN)
     return bool(poller.poll(0))
 
