@@ -13,8 +13,11 @@ Options (defaults in brackets; "the run's" = what the run was trained with, in i
 {options}
   -- SENTENCE ...     everything after -- is a sentence, even with "=" in it
 
-Empty lines give empty lines (the line count is always kept); over-long sentences are
-cut to the model's limit and invalid UTF-8 bytes are replaced, each with one warning.
+Each line is translated sentence by sentence and joined back: paragraphs, list items,
+labels ("Note: ..."), headings and lines in capitals; empty lines give empty lines (the
+line count is always kept). A sentence longer than the model reads is cut at its inner
+punctuation; one that still does not fit is truncated, and invalid UTF-8 bytes are
+replaced, each with one warning (the truncated lines by number).
 Typed or piped lines are translated as soon as they arrive. output=FILE is written to
 FILE.partial and renamed when done; Ctrl-C keeps what was translated there (exit 130).
 output= must be a regular file or a new path (a directory, device or FIFO is refused); a
@@ -210,7 +213,7 @@ def translate_lines(cfg: TranslateConfig, sentences: list[str], translator: Tran
     from data.atomic_file import atomic_file
     from data.lines import LineReader
 
-    done, drawn, reader = 0, None, None  # drawn: the translation whose attention is drawn
+    done, drawn, reader, cut = 0, None, None, []  # drawn: the translation whose attention is drawn; cut: lines
     # An output file is written beside its target and renamed at the end: never half-written. A
     # link to a file is written through: its target is replaced, the link stays.
     target = Path(cfg.output).resolve() if cfg.output else None
@@ -231,9 +234,10 @@ def translate_lines(cfg: TranslateConfig, sentences: list[str], translator: Tran
             for chunk in chunks(lines, cfg.chunk_size, reader.waiting if reader else lambda: True):
                 translations = translator.translate(chunk, batch_size=cfg.batch_size)
                 if cfg.attention and drawn is None:  # the first non-empty line
-                    drawn = next((t for t in translations if t.src_ids), None)
+                    drawn = next((t for t in translations if t.sentences), None)
                 out.write("".join(t.text + "\n" for t in translations))
                 out.flush()
+                cut += [done + n for n, t in enumerate(translations, 1) if t.cut]
                 done += len(chunk)
     except KeyboardInterrupt:
         kept = f"; they are in {partial}" if partial else ""
@@ -242,23 +246,25 @@ def translate_lines(cfg: TranslateConfig, sentences: list[str], translator: Tran
     except BrokenPipeError:  # `… | head`: the reader has all it wants
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error when Python flushes at exit
         return 0
-    report(translator, reader)
+    report(translator, reader, cut)
     if drawn:
-        for path in draw_attention(translator.sentence_view(drawn), cfg.attention, cfg.attention_all):
+        views = [translator.sentence_view(sentence) for sentence in drawn.sentences]
+        for path in draw_attention(views, cfg.attention, cfg.attention_all, f"{drawn.source} → {drawn.text}"):
             print(f"attention map written to {path}", file=sys.stderr)
     return 0
 
 
-def draw_attention(view: SentenceView, path: str, every_layer: bool) -> list[Path]:
-    """``.html``: the interactive explorer (every kind, layer and head); else a PNG of the
-    cross-attention (last layer's heads), or with ``every_layer`` all layers plus
+def draw_attention(views: list[SentenceView], path: str, every_layer: bool, title: str) -> list[Path]:
+    """``.html``: the interactive explorer (every sentence of the line, kind, layer and head); else a PNG of the
+    first sentence's cross-attention (last layer's heads), or with ``every_layer`` all layers plus
     ``<stem>_encoder_self.png`` and ``<stem>_decoder_self.png``. Returns the files written."""
     from model.views.explorer import sentence_record, write_explorer
 
     path = Path(path)
     if path.suffix.lower() == ".html":
-        steps = [{"label": "translation", "sentences": [sentence_record(view)]}]
-        return [write_explorer(path, steps, f"{view.source} → {view.translation}")]
+        steps = [{"label": "translation", "sentences": [sentence_record(view) for view in views]}]
+        return [write_explorer(path, steps, title)]
+    view = views[0]
     from model.views import ATTENTION_TITLES
     from model.views.plotting import attention_figures, save_figure  # matplotlib: only for a picture
 
@@ -273,10 +279,12 @@ def draw_attention(view: SentenceView, path: str, every_layer: bool) -> list[Pat
     return written
 
 
-def report(translator, reader) -> None:
+def report(translator: Translator, reader, cut: list[int]) -> None:
     """One warning per kind of input that was changed to be translatable."""
-    if translator.truncated:
-        warn(f"{translator.truncated} sentence(s) longer than {translator.max_source_tokens} tokens were truncated")
+    if cut:
+        shown = ", ".join(map(str, cut[:10])) + (f" and {len(cut) - 10} more" if len(cut) > 10 else "")
+        warn(f"{translator.truncated} sentence(s) longer than {translator.max_source_tokens} tokens, even cut at "
+             f"their inner punctuation, were truncated: line(s) {shown}")
     if reader is not None and reader.cut_lines:
         warn(f"{reader.cut_lines} line(s) longer than {reader.max_bytes} bytes were cut there")
     if reader is not None and reader.invalid_lines:

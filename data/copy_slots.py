@@ -116,6 +116,10 @@ class CopySlots:
             return word.lower() not in self.known
         return word not in self.translated_inside
 
+    def knows(self, word: str) -> bool:
+        """The training pairs hold ``word``, in any case."""
+        return word.lower() in self.known
+
     def entities(self, source: str) -> dict[str, str]:
         """The slot of each distinct name, number and code of ``source`` a translation should copy, in order
         of appearance: ``{"Oluwaseun": "<name1>", "530": "<num1>"}``."""

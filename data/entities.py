@@ -25,8 +25,9 @@ NUMBERS = re.compile(rf"{NUMBER.pattern}(?:, {NUMBER.pattern}){{2,}}|{NUMBER.pat
 TYPED_SLOT = re.compile(r"<(?:name|num)\d+>")  # what a slot token looks like, typed as text
 RUN = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*")  # Latin letters and digits, pieces joined by inner hyphens
 JOINERS = "-'’"  # Marie-Claire, O'Neill, D’Souza
-# Where a capital may be the sentence's: the line's start, or after . ! ? (closing quotes) and a space.
-SENTENCE_START = re.compile(r"(?:^|[.!?…][\"'”’»)\]]*\s+)[\"'“‘«¿¡(\[]*")
+# Where a capital may be the sentence's: the line's start, after . ! ? : (closing quotes) and a space, or
+# after an opening quote ('She said: "Wait here."', 'He asked, "Where?"').
+SENTENCE_START = re.compile(r"(?:^|[.!?…:][\"'”’»)\]]*\s+|\s(?=[\"“‘«]))[\"'“‘«¿¡(\[]*")
 
 
 class Token(NamedTuple):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import select
+import unicodedata
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -77,8 +78,9 @@ class LineReader:
         return text
 
 
-# Control characters (C0, DEL, C1) but the tab: a tokenizer reads them as noise, a terminal obeys them.
-CONTROL = dict.fromkeys([*range(0x00, 0x09), *range(0x0A, 0x20), *range(0x7F, 0xA0)], " ")
+# Control characters (C0, DEL, C1) but the tab, and the line and paragraph separators: a tokenizer reads them
+# as noise, a terminal obeys them, and ``str.splitlines`` would make two lines of one.
+CONTROL = dict.fromkeys([*range(0x00, 0x09), *range(0x0A, 0x20), *range(0x7F, 0xA0), 0x2028, 0x2029], " ")
 
 
 def clean_text(text: str) -> str:
@@ -87,3 +89,10 @@ def clean_text(text: str) -> str:
     if any("\ud800" <= char <= "\udfff" for char in text):
         text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text.translate(CONTROL)
+
+
+def normalized(line: str) -> str:
+    """One line as every entry point reads it, before anything else: a byte-order mark at its start dropped,
+    Unicode NFC (an NFD line is the same line), then ``clean_text``. Tabs stay; U+2028, U+0085 and form
+    feeds stay inside their line (as spaces): only ``\\n`` (and ``\\r\\n``) end a line, in ``LineReader``."""
+    return clean_text(unicodedata.normalize("NFC", line.removeprefix("\ufeff")))

@@ -138,6 +138,21 @@ class TranslationTokenizer:
             texts = [self.slots.mask(text, self.slots.entities(text)) for text in texts]
         return [e.ids + [self.eos_id] for e in self.src.encode_batch(texts)]
 
+    def capitalized_inside(self, word: str) -> bool:
+        """Inside a sentence the training text writes ``word`` (``Tom``, ``London``) capitalized: a name its
+        pairs copy, or a word the BPE spells in fewer pieces capitalized than in lower case (a frequent form
+        is one piece: " London", " could"), or a one-letter word the pairs hold capitalized inside a sentence
+        ("I"; a frequent word is one piece either way, and then lower case is the likelier). How a line in capitals is read in sentence case (``data/casing.py``)."""
+        if self.slots and word in self.slots.copied:
+            return True
+        capitalized, lower = (len(e.ids) for e in self.src.encode_batch([f" {word}", f" {word.lower()}"]))
+        inside = self.slots is not None and word in (self.slots.translated_inside or ())
+        return capitalized < lower or (capitalized == lower and inside and len(word) == 1)
+
+    def knows(self, word: str) -> bool:
+        """The training pairs hold ``word`` in any case (without copy slots: any word, as far as can be told)."""
+        return self.slots.knows(word) if self.slots else True
+
     def encode_tgt(self, texts: list[str]) -> list[list[int]]:
         """Target ids without BOS/EOS; the collator adds them (decoder input / output)."""
         return [e.ids for e in self.tgt.encode_batch(texts)]

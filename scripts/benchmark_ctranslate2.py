@@ -20,9 +20,14 @@ from pathlib import Path
 
 import torch
 
-from model.inference.translator import Translator
+from model.inference.translator import Translation, Translator
 from model.training.metrics import corpus_scores
 from runtime.precision import machine_name
+
+
+def output_ids(translation: Translation) -> list[list[int]]:
+    """The ids the search produced for each sentence of a line."""
+    return [sentence.output_ids for sentence in translation.sentences]
 
 
 def main() -> None:
@@ -58,8 +63,8 @@ def main() -> None:
             rate = len(lines) / (time.perf_counter() - start)
             reference = reference or (results, rate)
             rates[name, beam_size] = rate
-            ours_ids[str(beam_size)] = ours_ids.get(str(beam_size)) or [t.output_ids for t in results]
-            same = sum(a.output_ids == b.output_ids for a, b in zip(results, reference[0]))
+            ours_ids[str(beam_size)] = ours_ids.get(str(beam_size)) or [output_ids(t) for t in results]
+            same = sum(output_ids(a) == output_ids(b) for a, b in zip(results, reference[0]))
             bleu = corpus_scores([t.text for t in results], refs).bleu
             search = "greedy" if beam_size == 1 else f"beam {beam_size}"
             print(f"{name:22} {search:7} {rate:12.1f} {rate / reference[1]:7.2f}x {bleu:6.2f} "

@@ -58,7 +58,7 @@ def main() -> None:
     slots = translator.tokenizer.slots
     if slots is None:
         return
-    with_tokens = translator.tokenizer.decode_tgt([t.output_ids for t in results])  # slots not filled in
+    with_tokens = translator.tokenizer.decode_tgt([t.sentences[0].output_ids for t in results])  # slots not filled in
     fixed = sum(slots.repaired(text, slots.entities(case.sentence), case.sentence) != text
                 for text, case in zip(with_tokens, checked))
     print(f"   translations that dropped or repeated a slot, put right: {fixed} of {len(checked)}")

@@ -3,10 +3,12 @@
     python translate.py run=outputs/my_run serve=true            # http://127.0.0.1:8000/ (API docs: /docs)
 
 ``POST /translate`` with ``{"lines": [...], "beam_size": 5, "attention": false}`` answers
-``{"translations": [...], "attention": null, "n_best": null}``: one translation per line, in order,
-empty for an empty line; with ``"attention": true`` also the explorer's data for the first
-non-empty line (the same data ``translate.py attention=x.html`` embeds), with ``"n_best": true``
-every hypothesis the beam ended with for it, best first, with scores. Requests take turns in shared
+``{"translations": [...], "cut": [], "attention": null, "n_best": null}``: one translation per line, in order,
+empty for an empty line, each line translated sentence by sentence (``model/inference/translator.py``);
+``cut``: the lines with a sentence truncated to the model's length; with ``"attention": true`` also the
+explorer's data for every sentence of the first non-empty line (the same data ``translate.py
+attention=x.html`` embeds), with ``"n_best": true`` every hypothesis the beam ended with for its first
+sentence, best first, with scores. Requests take turns in shared
 model batches (``batcher.py``), within limits (``limits.py``). No request names a file: the server
 reads only the run it was started with. ``/docs`` is the interactive API page, served offline.
 
@@ -58,8 +60,9 @@ class TranslateRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     lines: list[str] = Field(max_length=MAX_LINES, description=f"at most {MAX_LINES} lines")
     beam_size: int | None = Field(None, ge=1, le=MAX_BEAM, description="1 = greedy; default: the run's")
-    attention: bool = Field(False, description="also the explorer's data for the first non-empty line")
-    n_best: bool = Field(False, description="also every hypothesis of the beam for the first non-empty line")
+    attention: bool = Field(False, description="also the explorer's data for the first non-empty line's sentences")
+    n_best: bool = Field(False, description="also every hypothesis of the beam for the first non-empty line's "
+                                            "first sentence")
 
 
 class Hypothesis(BaseModel):
@@ -73,6 +76,8 @@ class TranslateResponse(BaseModel):
     """What ``POST /translate`` answers."""
 
     translations: list[str]
+    cut: list[int] = Field(default_factory=list, description="lines (from 0) with a sentence longer than the model "
+                                                             "reads, even cut at its inner punctuation: truncated")
     attention: dict | None = None
     n_best: list[Hypothesis] | None = None
 
@@ -194,13 +199,13 @@ async def translate(request: TranslateRequest, http: Request) -> TranslateRespon
     costs = work(request, tokens, config, limits)
     deadline = time.monotonic() + limits.deadline
     results = await run_on_model(http, request.lines, config, costs, deadline)
-    reply = TranslateResponse(translations=[t.text for t in results])
+    reply = TranslateResponse(translations=[t.text for t in results], cut=[i for i, t in enumerate(results) if t.cut])
     first = next((i for i, line in enumerate(request.lines) if line.strip()), None)
     if first is not None and request.attention:
         call = lambda: attention_data(translator, results[first])  # noqa: E731
         reply.attention = await run_on_model(http, [], config, [tokens[first]], deadline, call)
     if first is not None and request.n_best:
-        call = lambda: translator.n_best(results[first], config)  # noqa: E731
+        call = lambda: translator.n_best(results[first].sentences[0], config)  # noqa: E731
         hypotheses = await run_on_model(http, [], config, [costs[first]], deadline, call)
         reply.n_best = [Hypothesis(translation=text, score=score) for text, score in hypotheses]
     return reply
@@ -221,10 +226,10 @@ async def page(http: Request) -> str:
 
 
 def attention_data(translator: Translator, translation: Translation) -> dict:
-    """The explorer's data for one translation: what ``translate.py attention=x.html`` embeds."""
-    view = translator.sentence_view(translation)
-    steps = [{"label": "translation", "sentences": [sentence_record(view)]}]
-    return explorer_data(steps, f"{view.source} → {view.translation}")
+    """The explorer's data for every sentence of one line: what ``translate.py attention=x.html`` embeds."""
+    records = [sentence_record(translator.sentence_view(sentence)) for sentence in translation.sentences]
+    steps = [{"label": "translation", "sentences": records}]
+    return explorer_data(steps, f"{translation.source} → {translation.text}")
 
 
 class Stopped(BaseException):

@@ -30,7 +30,7 @@ class Recorder:
             time.sleep(self.step)
             self.steps += 1
         self.returned += 1
-        return [Translation(line, line.upper(), [1], [1]) for line in lines]
+        return [Translation(line, line.upper()) for line in lines]
 
 
 def run_scenario(batcher: Batcher, scenario) -> object:

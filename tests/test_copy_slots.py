@@ -156,6 +156,12 @@ def test_a_capitalized_word_inside_a_sentence_is_a_name_unless_the_corpus_transl
     assert word_slots.entities("I LIKE Tom.") == {"Tom": "<name1>"}  # capitals of a known word: shouting
 
 
+def test_after_a_colon_or_an_opening_quote_a_capital_is_the_sentences(word_slots):
+    assert word_slots.entities('I said: "Rose is here."') == {}  # "rose" is a word: its capital says nothing
+    assert word_slots.entities("Rose is here: Will you come?") == {}
+    assert word_slots.entities('I asked, "Where is Ramón?"') == {"Ramón": "<name1>"}  # never in the corpus
+
+
 def test_joined_names_codes_and_inner_capitals_are_one_slot_each(word_slots):
     assert word_slots.entities("Marie-Claire met O'Neill in the English-Spanish class.") == {
         "Marie-Claire": "<name1>", "O'Neill": "<name2>"}  # English-Spanish: its parts are translated

@@ -29,9 +29,15 @@ def test_typed_slot_syntax_is_one_code_and_holds_no_number():
 
 
 def test_a_word_knows_whether_it_begins_a_sentence():
-    first = {t.text: t.first for t in tokens('Rose is here. "Daisy too?" Tell Hunter, he said "Bill".')}
+    first = {t.text: t.first for t in tokens('Rose is here. "Daisy too?" Tell Hunter (Will), he said "Bill".')}
     assert first == {"Rose": True, "is": False, "here": False, "Daisy": True, "too": False, "Tell": True,
-                     "Hunter": False, "he": False, "said": False, "Bill": False}
+                     "Hunter": False, "Will": False, "he": False, "said": False, "Bill": True}  # a quote opens one
+
+
+def test_a_capital_after_a_colon_or_an_opening_quote_is_the_sentences():
+    first = {t.text: t.first for t in tokens('Note: Keep it. She said: "Wait here." He asked, «Where is Tom?»')}
+    assert first["Keep"] and first["Wait"] and first["Where"] and not first["Tom"]
+    assert not any(t.first for t in tokens("It is 10:30 Monday.") if t.text == "Monday")  # a time's colon: no
 
 
 def test_contains_reads_entities_whole():

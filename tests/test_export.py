@@ -47,11 +47,11 @@ def test_the_same_translations_as_ours_in_float32(ours, engine, config):
     # Greedy, and beam search where the two length penalties agree (alpha 0: raw log-probability).
     mine = ours.translate(SENTENCES, config)
     theirs = engine.translate(SENTENCES, config)
-    assert [t.output_ids for t in theirs] == [t.output_ids for t in mine]
+    assert [s.output_ids for t in theirs for s in t.sentences] == [s.output_ids for t in mine for s in t.sentences]
     assert [t.text for t in theirs] == [t.text for t in mine] and theirs[8].text == ""  # empty stays empty
     # Its n-best through the same pipeline: the beam's hypotheses, best first, the best being the translation
     # (the others may differ: CTranslate2 sets finished hypotheses aside, ours keep their places in the beam).
-    n_best = engine.n_best(theirs[0], config)
+    n_best = engine.n_best(theirs[0].sentences[0], config)
     assert len(n_best) == config.beam_size and n_best[0][0] == theirs[0].text
     assert all(isinstance(score, float) for _, score in n_best)
 
@@ -73,8 +73,8 @@ def test_one_checkpoint_read_for_both_engines(smoke_run, tmp_path, monkeypatch):
     translator = Translator.load(run, engine="ctranslate2")  # exports the run first
     assert len(reads) == 1 and (run / "ctranslate2" / "model.bin").is_file()
     ours = Translator.load(run)
-    assert ours.translate(["I like cats."], SearchConfig(beam_size=1))[0].output_ids == \
-        translator.translate(["I like cats."], SearchConfig(beam_size=1))[0].output_ids
+    assert ours.translate(["I like cats."], SearchConfig(beam_size=1))[0].sentences[0].output_ids == \
+        translator.translate(["I like cats."], SearchConfig(beam_size=1))[0].sentences[0].output_ids
 
 
 def test_what_cannot_be_converted_is_refused_in_one_line(tmp_path):
@@ -97,7 +97,7 @@ def test_translate_py_with_the_ctranslate2_engine(smoke_run, tmp_path):
     assert "exporting" in first.stderr and (run / "ctranslate2" / "model.bin").is_file()  # exported on first use
     again = subprocess.run([*args, "The sky is blue."], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert "exporting" not in again.stderr and again.stdout == first.stdout  # not twice
-    expected = Translator.load(run).translate(["The sky is blue."], SearchConfig(beam_size=1))[0]
+    expected = Translator.load(run).translate(["The sky is blue."], SearchConfig(beam_size=1))[0].sentences[0]
     assert first.stdout == expected.text + "\n"
     sentence = explorer_data(page)["steps"][0]["sentences"][0]
     # The explorer shows the attention of the ids CTranslate2 produced, recomputed by our model.

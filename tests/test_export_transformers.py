@@ -57,7 +57,7 @@ def test_a_fresh_process_without_this_project_gets_our_ids_logits_and_outputs(ex
     ours, folder = exported
     ids = ours.encode(SENTENCES)
     greedy = ours.translate(SENTENCES, SearchConfig(beam_size=1))
-    decoder_inputs = [[ours.tokenizer.bos_id] + t.output_ids[:-1] for t in greedy]
+    decoder_inputs = [[ours.tokenizer.bos_id] + t.sentences[0].output_ids[:-1] for t in greedy]
     config = SearchConfig(beam_size=4, length_penalty=0.0)
     asked = {"folder": str(folder), "sentences": SENTENCES, "decoder_inputs": decoder_inputs,
              "limits": [output_limit(i, config, ours.model.max_len) for i in ids]}
@@ -70,9 +70,9 @@ def test_a_fresh_process_without_this_project_gets_our_ids_logits_and_outputs(ex
         for i, d, logits in zip(ids, decoder_inputs, theirs["logits"]):
             expected = ours.model(torch.tensor([i]), torch.tensor([d]))[0]
             assert (torch.tensor(logits) - expected).abs().max() < 1e-4
-    assert theirs["searched"]["greedy"] == [t.output_ids for t in greedy]
+    assert theirs["searched"]["greedy"] == [t.sentences[0].output_ids for t in greedy]
     assert theirs["decoded"] == [t.text for t in greedy]
-    assert theirs["searched"]["beam"] == [t.output_ids for t in ours.translate(SENTENCES, config)]
+    assert theirs["searched"]["beam"] == [t.sentences[0].output_ids for t in ours.translate(SENTENCES, config)]
 
 
 def test_engine_transformers_is_a_search_behind_the_same_translator(exported, smoke_run, tmp_path):
@@ -86,7 +86,7 @@ def test_engine_transformers_is_a_search_behind_the_same_translator(exported, sm
     greedy = SearchConfig(beam_size=1)
     lines = ["", *SENTENCES[:3], "   "]
     assert [t.text for t in theirs.translate(lines, greedy)] == [t.text for t in ours.translate(lines, greedy)]
-    best = theirs.translate(SENTENCES[:1], SearchConfig(beam_size=3))[0]
+    best = theirs.translate(SENTENCES[:1], SearchConfig(beam_size=3))[0].sentences[0]
     assert len(theirs.n_best(best, SearchConfig(beam_size=3))) == 3
     assert theirs.sentence_view(best).attention.output_ids == best.output_ids  # the attention stays ours
 

@@ -77,7 +77,7 @@ def test_the_pair_reaches_the_model_card_the_page_and_the_explorer(russian_run, 
     example = card.split("batch = tokenizer(")[1].split(", return_tensors")[0]
     assert all(any("а" <= ch <= "я" for ch in s) for s in json.loads(example))  # its example is Russian
     translation = translator.translate(["Иван видит кошку номер 3."])[0]
-    assert sentence_record(translator.sentence_view(translation))["languages"] == ["Russian", "English"]
+    assert sentence_record(translator.sentence_view(translation.sentences[0]))["languages"] == ["Russian", "English"]
     from fastapi.testclient import TestClient
 
     from serving.server import create_app

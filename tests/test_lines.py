@@ -4,7 +4,7 @@ import os
 import threading
 import time
 
-from data.lines import LineReader
+from data.lines import LineReader, normalized
 
 
 def reader_over(tmp_path, data: bytes, **kw) -> LineReader:
@@ -45,3 +45,15 @@ def test_waiting_tells_a_file_from_a_pausing_writer(tmp_path):
     assert next(lines) == "typed" and not reader.waiting()  # the writer pauses: nothing waits
     threading.Thread(target=lambda: (time.sleep(0.2), os.write(write_end, b"more\n"), os.close(write_end))).start()
     assert next(lines) == "more" and list(lines) == []
+
+
+def test_only_a_newline_ends_a_line_and_a_byte_order_mark_is_dropped(tmp_path):
+    data = "\ufeffone\u2028still one\x85and\x0cone\r\ntwo\tcells\n".encode()
+    lines = [normalized(line) for line in reader_over(tmp_path, data)]
+    assert lines == ["one still one and one", "two\tcells"]  # as `wc -l` counts: two
+
+
+def test_a_decomposed_line_is_the_same_line():
+    decomposed = "Jose\u0301 va al cafe\u0301."
+    assert normalized(decomposed) == normalized("José va al café.") == "José va al café."
+    assert normalized("\ufeffHola") == "Hola" and normalized("a\tb") == "a\tb"

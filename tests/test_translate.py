@@ -69,7 +69,7 @@ def test_attention_image(smoke_run, tmp_path):
     translator = Translator.load(smoke_run)
     translation = translator.translate(["The sky is blue."], SearchConfig(beam_size=2))[0]
     assert result.stdout.decode() == translation.text + "\n"
-    n_src, n_out = len(translation.src_ids), len(translation.output_ids)
+    n_src, n_out = len(translation.sentences[0].src_ids), len(translation.sentences[0].output_ids)
     layers, heads = len(translator.model.decoder_layers), translator.model.decoder_layers[0].cross_attn.num_heads
     # attention_grid: max(2.5, 0.32·keys + 1.2) inches per head column, max(2.2, 0.32·queries + 1.2) per
     # layer row, at 80 dpi; matplotlib drops the fraction of a pixel.
@@ -97,7 +97,7 @@ def test_attention_explorer_page_of_the_printed_translation(smoke_run, tmp_path,
     assert (sentence["source"], sentence["translation"]) == ("The sky is blue.", translation)
     # The tokens are the tokenizer's tokens of the ids the search output, for this translation.
     translator = Translator.load(smoke_run)
-    expected = translator.translate(["The sky is blue."], SearchConfig(beam_size=beam_size))[0]
+    expected = translator.translate(["The sky is blue."], SearchConfig(beam_size=beam_size))[0].sentences[0]
     tok = translator.tokenizer
     assert sentence["outputs"] == tok.tgt_tokens(expected.output_ids)
     assert sentence["src"] == tok.src_tokens(expected.src_ids) and sentence["inputs"][0] == "<bos>"

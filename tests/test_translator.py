@@ -31,13 +31,13 @@ def test_translations_carry_the_ids_their_attention_is_computed_for(smoke_run, b
     lines = ["", *SENTENCES[:2], "   ", *SENTENCES[2:]]
     translations = translator.translate(lines, config)  # one batch: the output length limit is the same
     assert [t.source for t in translations] == [line.strip() for line in lines]
-    assert translations[0].text == translations[3].text == "" and translations[0].src_ids == []  # empty stays empty
+    assert translations[0].text == translations[3].text == "" and translations[0].sentences == []  # empty stays empty
     ids = translator.encode(SENTENCES)
     outputs = search(translator.model, pad_batch(ids, tok.pad_id), tok.bos_id, tok.eos_id, config)
     real = [t for t in translations if t.source]
-    assert [t.src_ids for t in real] == ids and [t.output_ids for t in real] == outputs  # the same search, batched
+    assert [t.sentences[0].src_ids for t in real] == ids and [t.sentences[0].output_ids for t in real] == outputs  # the same search, batched
     assert [t.text for t in real] == tok.decode_tgt(outputs, SENTENCES)  # slots filled from the sources
-    view = translator.sentence_view(real[1])
+    view = translator.sentence_view(real[1].sentences[0])
     sentence = view.attention
     assert sentence.src_ids == ids[1] and sentence.output_ids == outputs[1]
     assert sentence.input_ids == [tok.bos_id] + outputs[1][:-1]

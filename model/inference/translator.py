@@ -1,11 +1,13 @@
 """A trained run, loaded for translating: text in, text out, and the attention of any sentence.
 
 This is where the model meets the tokenizer of ``data/`` at inference (training's counterpart
-is the LightningModule, which is handed its tokenizer), and the one inference pipeline: reading
-lines, tokenizing, batching by length, text, n-best and attention are written here once; the search
-behind them is a backend (``search_backends.py``: ours or CTranslate2's). The run's own settings
-apply unless the caller overrides them: its search (``module.search``) and its source-length limit
-(``data.max_sentence_len``).
+is the LightningModule, which is handed its tokenizer), and the one inference pipeline, written here once
+for every entry (``translate.py``, the server, the page) and every engine: each line normalized at the door
+(``data.lines.normalized``), cut into sentences, list markers and labels (``data/sentences.py``, capitals
+read in sentence case), every sentence of the call tokenized and searched in batches of similar length,
+then the line joined back. The search behind it is a backend (``search_backends.py``: ours, CTranslate2's or
+``transformers``'). The run's own settings apply unless the caller overrides them: its search
+(``module.search``) and its source-length limit (``data.max_sentence_len``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from pathlib import Path
 
 import torch
 
-from data.lines import clean_text
+from data.lines import clean_text, normalized
+from data.sentences import LineSplitter, translate_pieces
 from data.tokenizer import JOINT_FILE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
 from model.inference.run_folder import RunFiles, RunLoadError, RunSettings, model_config, open_run
 from model.inference.search_backends import (CTranslate2Search, OurSearch, SearchBackend, TransformersSearch,
@@ -26,13 +29,28 @@ from model.views import SentenceView, sentence_view
 
 
 @dataclass
-class Translation:
-    """One input line translated, with the ids on both sides (what its attention is computed for)."""
+class Sentence:
+    """One sentence of a line (or a label, or a part of an over-long sentence) as the model read and wrote it."""
 
-    source: str  # the line, stripped ("" for an empty line)
-    text: str  # the translation, one line in the run's target language
-    src_ids: list[int]  # as the model read them (truncated, ending in EOS); [] for an empty line
+    source: str  # what the model read: the sentence, in sentence case where the line was in capitals
+    text: str  # its translation (copy slots filled), before the line's capitals are given back
+    src_ids: list[int]  # as the model read them (truncated, ending in EOS)
     output_ids: list[int]  # as the search produced them (EOS included when it ended)
+    cut: bool = False  # longer than the model reads even when cut at inner punctuation: truncated
+
+
+@dataclass
+class Translation:
+    """One input line translated: its sentences, and their translations joined back into one line."""
+
+    source: str  # the line, normalized and stripped ("" for an empty line)
+    text: str  # the translation, one line in the run's target language
+    sentences: list[Sentence] = field(default_factory=list)  # in the line's order; [] for an empty line
+
+    @property
+    def cut(self) -> bool:
+        """A sentence of the line was truncated to the model's source length."""
+        return any(sentence.cut for sentence in self.sentences)
 
 
 @dataclass
@@ -86,17 +104,32 @@ class Translator:
         """Characters kept of a line before tokenizing: far more than fit the model, bounded memory."""
         return 16 * self.max_source_tokens
 
+    @property
+    def splitter(self) -> LineSplitter:
+        """How a line of the run's source language is cut into sentences and put back in its target language."""
+        pair = self.settings.pair
+        return LineSplitter(pair.source, pair.target, self.tokenizer, self.fits)
+
+    def fits(self, text: str) -> bool:
+        """``text`` is read whole: no more source tokens than ``max_source_tokens`` (EOS included)."""
+        limit = self.max_source_tokens
+        return len(text.encode()) < limit or len(self._source_ids([text])[0]) <= limit
+
     def encode(self, texts: list[str]) -> list[list[int]]:
-        """Source ids, truncated to the length limit (EOS kept); counted in ``self.truncated``. Lone surrogates
-        and control characters are cleaned first (``data.lines.clean_text``)."""
-        ids = self._source_ids(texts)
+        """Source ids, truncated to the length limit (EOS kept); counted in ``self.truncated``."""
+        return [truncate_source(seq, self.max_source_tokens) for seq in self._counted(self._source_ids(texts))]
+
+    def _counted(self, ids: list[list[int]]) -> list[list[int]]:
         self.truncated += sum(len(seq) > self.max_source_tokens for seq in ids)
-        return [truncate_source(seq, self.max_source_tokens) for seq in ids]
+        return ids
 
     def source_tokens(self, lines: list[str]) -> list[int]:
-        """How many source tokens the model would read of each line (0 for an empty line): what its search costs."""
-        counts = [len(ids) for ids in self._source_ids([line.strip() for line in lines])]
-        return [min(n, self.max_source_tokens) if line.strip() else 0 for n, line in zip(counts, lines)]
+        """How many source tokens the model would read of each line, all its sentences (0 for an empty line):
+        what its search costs."""
+        splitter, limit = self.splitter, self.max_source_tokens
+        pieces = [[p.model_text for p in splitter.pieces(normalized(line)) if p.translated] for line in lines]
+        counts = iter(self._source_ids([text for texts in pieces for text in texts]))
+        return [sum(min(len(next(counts)), limit) for _ in texts) for texts in pieces]
 
     def _source_ids(self, texts: list[str]) -> list[list[int]]:
         """The tokenizer's ids of each text, cut to ``max_source_chars`` and cleaned, before truncation."""
@@ -110,39 +143,64 @@ class Translator:
     @torch.no_grad()
     def translate(self, lines: list[str], config: SearchConfig | None = None, batch_size: int = 64,
                   keep_rows: KeepRows | None = None) -> list[Translation]:
-        """Translate lines with ``config`` (default: the run's search): empty ones stay empty, the
-        rest go in batches of similar length (answers in input order). ``keep_rows``: which lines to keep
-        translating, asked at every step of our search (``model.search.KeepRows``)."""
-        config = config or self.settings.search
-        results = [Translation("", "", [], []) for _ in lines]
-        todo = [i for i, line in enumerate(lines) if line.strip()]
-        ids = self.encode([lines[i].strip() for i in todo])
-        order = sorted(range(len(todo)), key=lambda j: len(ids[j]))  # similar lengths batch together
+        """Translate lines with ``config`` (default: the run's search), one translation per line: every sentence
+        of the call (each distinct one once) in batches of similar length, joined back into its line; empty
+        lines stay empty. ``keep_rows``: which lines to keep translating, asked at every step of our search
+        (``model.search.KeepRows``)."""
+        config, splitter = config or self.settings.search, self.splitter
+        lines = [normalized(line) for line in lines]
+        pieces = [splitter.pieces(line) for line in lines]
+        owners: dict[str, list[int]] = {}  # the lines each distinct sentence is in
+        for row, line_pieces in enumerate(pieces):
+            for piece in line_pieces:
+                owners.setdefault(piece.model_text, []).append(row) if piece.translated else None
+
+        def search(texts: list[str]) -> list[Sentence]:
+            wanted = None if keep_rows is None else lambda: any_of(keep_rows(), [owners[text] for text in texts])
+            return self._translate_sentences(texts, config, batch_size, wanted)
+
+        translated = translate_pieces(pieces, search)
+        return [Translation(line.strip(), splitter.join(line_pieces, [s.text for s in found]).rstrip()
+                            if found else "", found)
+                for line, line_pieces, found in zip(lines, pieces, translated)]
+
+    def _translate_sentences(self, texts: list[str], config: SearchConfig, batch_size: int,
+                             keep_rows: KeepRows | None) -> list[Sentence]:
+        """Sentences searched in batches of similar length, answered in their order."""
+        whole = self._counted(self._source_ids(texts))
+        cut = [len(seq) > self.max_source_tokens for seq in whole]
+        ids = [truncate_source(seq, self.max_source_tokens) for seq in whole]
+        results: list[Sentence | None] = [None] * len(texts)
+        order = sorted(range(len(texts)), key=lambda j: len(ids[j]))  # similar lengths batch together
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
-            outputs = self.backend.search([ids[j] for j in batch], config, rows_of(keep_rows, [todo[j] for j in batch]))
-            texts = self.text(outputs, [lines[todo[j]].strip() for j in batch])
-            for j, output_ids, text in zip(batch, outputs, texts):
-                results[todo[j]] = Translation(lines[todo[j]].strip(), text, ids[j], output_ids)
+            outputs = self.backend.search([ids[j] for j in batch], config, rows_of(keep_rows, batch))
+            for j, output_ids, text in zip(batch, outputs, self.text(outputs, [texts[j] for j in batch])):
+                results[j] = Sentence(texts[j], text, ids[j], output_ids, cut[j])
         return results
 
     @torch.no_grad()
-    def n_best(self, translation: Translation, config: SearchConfig | None = None) -> list[tuple[str, float]]:
-        """Every hypothesis the beam ended with for one translation, best first (the translation itself),
-        with its score (ours: the length-normalized log-probability)."""
-        hypotheses = self.backend.hypotheses(translation.src_ids, config or self.settings.search)
-        texts = self.text([ids for ids, _ in hypotheses], [translation.source] * len(hypotheses))
+    def n_best(self, sentence: Sentence, config: SearchConfig | None = None) -> list[tuple[str, float]]:
+        """Every hypothesis the beam ended with for one sentence, best first (its translation), with its score
+        (ours: the length-normalized log-probability)."""
+        hypotheses = self.backend.hypotheses(sentence.src_ids, config or self.settings.search)
+        texts = self.text([ids for ids, _ in hypotheses], [sentence.source] * len(hypotheses))
         return list(zip(texts, [score for _, score in hypotheses]))
 
-    def sentence_view(self, translation: Translation) -> SentenceView:
-        """Every attention weight of one translation, for exactly the ids its search produced (by either engine)."""
-        attention = sentence_attention(self.model, translation.src_ids, translation.output_ids, self.tokenizer.bos_id)
-        return sentence_view(attention, self.tokenizer.src_tokens, self.tokenizer.tgt_tokens, translation.source,
-                             translation.text, self.settings.pair.names)
+    def sentence_view(self, sentence: Sentence) -> SentenceView:
+        """Every attention weight of one sentence, for exactly the ids its search produced (by any engine)."""
+        attention = sentence_attention(self.model, sentence.src_ids, sentence.output_ids, self.tokenizer.bos_id)
+        return sentence_view(attention, self.tokenizer.src_tokens, self.tokenizer.tgt_tokens, sentence.source,
+                             sentence.text, self.settings.pair.names)
+
+
+def any_of(flags: list[bool], rows: list[list[int]]) -> list[bool]:
+    """For each group of ``rows``: whether any of them is flagged (a sentence is wanted by any of its lines)."""
+    return [any(flags[row] for row in group) for group in rows]
 
 
 def rows_of(keep_rows: KeepRows | None, rows: list[int]) -> KeepRows | None:
-    """``keep_rows`` asked for these lines only, in this order (None stays None)."""
+    """``keep_rows`` asked for these rows only, in this order (None stays None)."""
     if keep_rows is None:
         return None
 

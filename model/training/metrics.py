@@ -29,13 +29,16 @@ def reference_streams(references: list[list[str]]) -> list[list[str]]:
     return [[refs[k] if k < len(refs) else None for refs in references] for k in range(most)]
 
 
-def corpus_scores(hypotheses: list[str], references: list[list[str]], target_lang: str = "es") -> Scores:
-    """Corpus-level BLEU (the target language's tokenizer, exp smoothing) and chrF, sacreBLEU's defaults."""
+def corpus_scores(hypotheses: list[str], references: list[list[str]], target_lang: str = "es",
+                  lowercase: bool = False) -> Scores:
+    """Corpus-level BLEU (the target language's tokenizer, exp smoothing) and chrF, sacreBLEU's defaults;
+    ``lowercase``: both ignoring case (how text in capitals is scored)."""
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference sets")
     if any(not refs for refs in references):
         raise ValueError("every sentence needs at least one reference")
-    streams, bleu, chrf = reference_streams(references), BLEU(tokenize=bleu_tokenizer(target_lang)), CHRF()
+    streams, chrf = reference_streams(references), CHRF(lowercase=lowercase)
+    bleu = BLEU(tokenize=bleu_tokenizer(target_lang), lowercase=lowercase)
     bleu_score, chrf_score = bleu.corpus_score(hypotheses, streams), chrf.corpus_score(hypotheses, streams)
     return Scores(bleu_score.score, chrf_score.score, str(bleu.get_signature()), str(chrf.get_signature()))
 

@@ -1,39 +1,35 @@
 """What the test split scored, written into the run folder: the module computes, this callback writes.
 
 ``test_metrics.json``: BLEU and chrF with their sacrebleu signatures, the search used, when
-validation BLEU first reached each quality mark, and the share of names and numbers the search copies
-(``copied``, per kind, on ``data/copy_cases.py``'s sentences: seconds of work);
+validation BLEU first reached each quality mark, the share of names and numbers the search copies
+(``copied``, per kind, on ``data/copy_cases.py``'s sentences: seconds of work), and the split as people paste
+it (``pasted``: paragraphs, Title Case, ALL CAPS; ``pasted_text.py``), also logged to the loggers;
 ``test_translations.tsv``: source, hypothesis and references of every test sentence. Both are written
 whole or not at all, by the first process only.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import lightning as L
 
 from data.atomic_file import atomic_file, write_text_atomically
 from data.copy_cases import cases, copy_shares
-from data.sampler import pad_batch
-from model.search import search
+from model.training.pasted_text import pasted_scores, translated_lines
 from model.training.quality import QualityMarks
 
 
-def copied(module: L.LightningModule, batch_size: int = 64) -> dict[str, float] | None:
-    """The share of the copy check's names and numbers that ``module``'s test search copies, per kind (None
-    where the source is not English: the check's sentences are)."""
-    if module.pair.source != "en":
+def copied(translate: Callable[[list[str]], list[str]], source_lang: str) -> dict[str, float] | None:
+    """The share of the copy check's names and numbers that ``translate`` copies, per kind (None where the
+    source is not English: the check's sentences are)."""
+    if source_lang != "en":
         return None
-    checked, tokenizer, model = cases(), module.tokenizer, module.model
-    sentences, outputs, training = [case.sentence for case in checked], [], model.training
-    model.eval()
-    for start in range(0, len(sentences), batch_size):
-        src = pad_batch(tokenizer.encode_src(sentences[start : start + batch_size]), model.pad_id)  # (B, S)
-        outputs += search(model, src.to(module.device), tokenizer.bos_id, tokenizer.eos_id, module.search_config)
-    model.train(training)
-    shares = copy_shares(checked, tokenizer.decode_tgt(outputs, sentences))
+    checked = cases()
+    shares = copy_shares(checked, translate([case.sentence for case in checked]))
     return {kind: round(hits / total, 4) for kind, (hits, total) in shares.items()}
 
 
@@ -50,13 +46,21 @@ class TestReport(L.Callback):
         search = pl_module.search_config
         run_dir = Path(trainer.default_root_dir)
         marks = next((c.reached for c in trainer.callbacks if isinstance(c, QualityMarks)), {})
+        limit = trainer.datamodule.hparams.max_sentence_len
+        translate = functools.partial(translated_lines, pl_module, max_source_tokens=limit)  # translate.py's way
+        sources, references = pl_module.texts["test"]
+        pasted = pasted_scores(translate, sources, references, pl_module.pair.target)
+        for logger in trainer.loggers:  # wandb's summary among them
+            logger.log_metrics({"test/paragraph_bleu": pasted["paragraph"]["bleu"],
+                                **{f"test/{kind}_bleu": bleu for kind, bleu in pasted["case_insensitive_bleu"].items()
+                                   if kind != "as_written"}}, step=trainer.global_step)
         write_text_atomically(run_dir / "test_metrics.json", json.dumps({
             "pair": pl_module.pair.codes, "bleu": scores.bleu, "chrf": scores.chrf, "sentences": len(rows),
             "bleu_signature": scores.bleu_signature, "chrf_signature": scores.chrf_signature,
             "beam_size": search.beam_size, "length_penalty": search.length_penalty,
             "validation_bleu_reached": {mark: {"step": int(step), "minutes": round(minutes, 2)}
                                         for mark, (step, minutes) in marks.items()},
-            "copied": copied(pl_module),
+            "copied": copied(translate, pl_module.pair.source), "pasted": pasted,
         }, indent=2))
         with atomic_file(run_dir / "test_translations.tsv") as out:
             for source, refs, hypothesis in rows:

@@ -1,0 +1,137 @@
+"""A line as people paste it, cut into what the model translates and what stays as it is, then put back.
+
+    "2. Attention: Keep your ticket. DO NOT ENTER."
+     └┬┘└──┬────┘└┬┘└───────┬─────────┘└┬──────────┘
+    kept label  kept    sentence    sentence (read as "Do not enter.", written back in capitals)
+
+The model was trained on one short sentence a line, so that is what it is given: a maintained segmenter
+(``sentencex``: ~300 languages, a plain rule for the rest, every character given back) cuts the line
+into sentences; a list marker (``-``, ``*``, ``•``, ``1.``, ``1)``, ``a)``, ``#``, ``>``) and the spacing
+between sentences stay as they are, a label before a colon ("Attention:", "Note:") is translated on its
+own, a tab separates cells translated apart; a sentence longer than the model reads is cut at its inner
+punctuation (``;``, ``:``, ``,``, dashes) into pieces that fit. The translations are joined back with the
+line's own spacing (none between sentences for a target written without spaces: ja, zh, th), so a line
+gives one line. A sentence in capitals is read in sentence case (``data/casing.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TypeVar
+
+from sentencex import segment
+
+from data.casing import Vocabulary, restyled, sentence_cased, style
+
+LIST_MARKER = re.compile(r"\s*(?:[-*•‣◦▪–—>]|#{1,6}|\(?\d{1,3}[.)]|\(?[a-z][.)]|\([A-Z]\))\s+")
+# A label: up to three words at a sentence's start, a colon, then a capital ('She said: "Wait."' is one sentence).
+LABEL = re.compile(r"([^\W\d_][\w'’-]*(?: [\w'’-]+){0,2})(:\s+)(?=[¿¡]?([^\W\d_]))")
+INNER_BREAK = re.compile(r"\s*[;:,]\s+|\s+[-–—]\s+")  # where an over-long sentence may be cut
+ENDS_A_SENTENCE = ".!?…。！？"
+UNSPACED_TARGETS = frozenset({"ja", "zh", "th", "lo", "km", "my"})  # written without spaces between sentences
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A part of a line: text for the model (``translated``), or kept as it stands (spacing, a list marker)."""
+
+    text: str  # as it stands in the line
+    translated: bool = False
+    style: str | None = None  # data/casing.py's CAPS or TITLE: read in sentence case, written back in style
+    model_text: str = ""  # what the model reads (``text``, in sentence case where it has a style)
+
+
+@dataclass
+class LineSplitter:
+    """Cuts lines of the ``source_lang`` into pieces and joins their translations into ``target_lang`` lines.
+    ``fits``: whether a text fits the model's source length (a longer sentence is cut at inner punctuation);
+    ``vocabulary``: how the training text writes each word's capitals (``TranslationTokenizer``)."""
+
+    source_lang: str
+    target_lang: str
+    vocabulary: Vocabulary | None = None
+    fits: Callable[[str], bool] = lambda text: True
+
+    def pieces(self, line: str) -> list[Piece]:
+        """The line's pieces, in order; their texts joined give the line back."""
+        found = []
+        for n, cell in enumerate(line.split("\t")):
+            found += [Piece("\t")] * (n > 0) + self._cell(cell)
+        return [piece for piece in found if piece.text]
+
+    def _cell(self, text: str) -> list[Piece]:
+        lead = (LIST_MARKER.match(text) or re.match(r"\s*", text)).group()
+        found = [Piece(lead)]
+        for sentence in segment(self.source_lang, text[len(lead) :]):
+            body = sentence.strip()
+            if not body:
+                found.append(Piece(sentence))
+                continue
+            start = sentence.index(body)
+            found.append(Piece(sentence[:start]))
+            label = LABEL.match(body)
+            if label and body[0].isupper() and label.group(3).isupper():
+                found += [self._sentence(label.group(1)), Piece(label.group(2))]
+                body = body[label.end() :]
+            found += self._fitted(body) + [Piece(sentence[start + len(sentence.strip()) :])]
+        return found
+
+    def _sentence(self, text: str) -> Piece:
+        kind = style(text)
+        return Piece(text, True, kind, sentence_cased(text, self.vocabulary) if kind else text)
+
+    def _fitted(self, text: str) -> list[Piece]:
+        """``text`` as one sentence, or cut at inner punctuation into pieces that each fit, as few as can."""
+        if not text or self.fits(text):
+            return [self._sentence(text)] if text else []
+        cuts = [(m.start(), m.end()) for m in INNER_BREAK.finditer(text)]
+        found, start = [], 0
+        for n, (at, after) in enumerate(cuts):  # a cut is made where the next part would not fit
+            following = cuts[n + 1][0] if n + 1 < len(cuts) else len(text)
+            if not self.fits(text[start:following]):
+                found += [self._sentence(text[start:at]), Piece(text[at:after])]
+                start = after
+        return found + [self._sentence(text[start:])]
+
+    def join(self, pieces: list[Piece], translations: Iterable[str]) -> str:
+        """The line again, each translated piece replaced by its translation (``translations`` in order), in
+        its source's style; what was kept stands as it was."""
+        translations, parts, last_translated = iter(translations), [], False
+        unspaced = self.target_lang in UNSPACED_TARGETS
+        for piece in pieces:
+            if piece.translated:
+                if last_translated and not unspaced:
+                    parts.append(" ")  # sentences the source wrote without a space between them
+                parts.append(ended_as(piece.text, restyled(next(translations), piece.style, self.target_lang)))
+            elif unspaced and last_translated and piece.text.isspace():
+                continue  # the next sentence follows at once, or the line ends
+            else:
+                parts.append(piece.text)
+            last_translated = piece.translated
+        return "".join(parts).rstrip() if unspaced else "".join(parts)
+
+
+def ended_as(source: str, translation: str) -> str:
+    """A translation of a piece with no closing punctuation (a heading, a label, a cut part) loses the full
+    stop the model, trained on whole sentences, puts at its end."""
+    if source.rstrip()[-1:] not in ENDS_A_SENTENCE and translation.endswith((".", "。")) \
+            and not translation.endswith(".."):
+        return translation[:-1]
+    return translation
+
+
+def translate_pieces(lines: list[list[Piece]], translate: Callable[[list[str]], list[T]]) -> list[list[T]]:
+    """Every translated piece of ``lines`` through ``translate`` in one call, each distinct text once: its
+    results per line, in the order of the line's translated pieces."""
+    distinct = list(dict.fromkeys(piece.model_text for pieces in lines for piece in pieces if piece.translated))
+    done = dict(zip(distinct, translate(distinct), strict=True))
+    return [[done[piece.model_text] for piece in pieces if piece.translated] for pieces in lines]
+
+
+def sentences_of(pieces: list[Piece]) -> Iterator[str]:
+    """The source texts of a line's translated pieces, as written."""
+    return (piece.text for piece in pieces if piece.translated)

@@ -1,0 +1,43 @@
+"""data/casing.py: which sentences are in capitals, how they read in sentence case, and the style given back."""
+
+import pytest
+
+from data.casing import CAPS, TITLE, restyled, sentence_cased, style, title_cased
+from data.copy_slots import CopySlots
+
+PAIRS = [("Tom lives in London.", "Tom vive en Londres."), ("I like the restaurant.", "Me gusta el restaurante."),
+         ("Do not enter the town.", "No entres en la ciudad."), ("Where is the best one?", "¿Dónde está el mejor?"),
+         ("Tell Tom I called.", "Dile a Tom que llamé.")] * 3
+
+
+@pytest.fixture(scope="module")
+def vocabulary() -> CopySlots:
+    return CopySlots.learn(PAIRS)
+
+
+@pytest.mark.parametrize("sentence, expected", [
+    ("DO NOT ENTER.", CAPS), ("I'M TOM.", CAPS), ("USA!", None), ("The Best Restaurants In Town", TITLE),
+    ("Gone with the Wind", TITLE), ("Go Away.", TITLE), ("¿Dónde Está El Baño?", TITLE), ("Tom loves Mary.", None),
+    ("I am OK.", None), ("Tell Daisy I called.", None), ("私は学生です。", None), ("", None)])
+def test_style_tells_capitals_from_sentence_case(sentence, expected):
+    assert style(sentence) == expected
+
+
+def test_sentence_case_keeps_what_the_corpus_capitalizes_inside_a_sentence(vocabulary):
+    assert sentence_cased("DO NOT TELL TOM I CALLED.", vocabulary) == "Do not tell Tom I called."
+    assert sentence_cased("TOM LIVES IN LONDON.", vocabulary) == "Tom lives in London."
+    assert sentence_cased("The Best Restaurant In Town", vocabulary) == "The best restaurant in town"
+    assert sentence_cased("WHERE IS OLUWASEUN'S NASA BADGE?", vocabulary) == "Where is OLUWASEUN's NASA BADGE?"
+    assert sentence_cased("DON'T ENTER.", None) == "Don't enter."  # no vocabulary: lowered but the first
+
+
+def test_the_translation_gets_the_style_back_as_the_target_writes_it():
+    assert restyled("No entres.", CAPS, "es") == "NO ENTRES."
+    assert restyled("Los mejores restaurantes de la ciudad", TITLE, "es") == "Los mejores restaurantes de la ciudad"
+    assert restyled("The best restaurants in the town", TITLE, "en") == "The Best Restaurants in the Town"
+    assert restyled("Hola.", None, "es") == "Hola."
+
+
+def test_title_case_capitalizes_every_word_as_a_heading_writes_it():
+    assert title_cased("don't tell ¿dónde está? the end.") == "Don't Tell ¿Dónde Está? The End."
+    assert title_cased("  two  spaces stay") == "  Two  Spaces Stay"
