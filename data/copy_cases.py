@@ -5,8 +5,9 @@ digits, years, prices with a thousands separator, times, phone numbers), each in
 what people type beyond those: first names that are English words, inside a sentence ("Tell Daisy I
 called."); names joined by a hyphen or an apostrophe (Marie-Claire, O'Neill); codes of letters and digits
 and brand names with an inner capital (LH2045, 12C, PS5, iPad); lines of 8 to 12 numbers; slot syntax
-typed as text ("<name1>"); and capitalized words the corpus translates, which must not be copied
-(London, Monday, English). An entity counts as copied when the translation holds it verbatim, as a whole
+typed as text ("<name1>"); capitalized words the corpus translates, which must not be copied
+(London, Monday, English); and ordinary words whose capital is the line's, not a name's: after a label, a list
+marker or an opening quote, in a Title Case heading, in capitals (also translated, not copied). An entity counts as copied when the translation holds it verbatim, as a whole
 ("15" does not count for "5"); a line of many numbers counts when it holds each as often as the source
 and no other number. Read by ``scripts/copy_check.py`` and by each run's test report.
 """
@@ -59,6 +60,15 @@ TRANSLATED = ("We leave on Monday.", "The shop is closed on Sunday.", "My birthd
               "School starts in September.", "He speaks German.", "Is this book in English?", "They moved to France.",
               "I visited Italy.", "We will meet on Friday.", "My mother is Russian.", "He came back from Sweden.",
               "The party is on Saturday.")  # each word spelled otherwise in Spanish and in Dutch
+ORDINARY_KIND = "ordinary words after labels, list markers, quotes, in headings and capitals"
+ORDINARY = (("Note: Wait here.", "Wait"), ("Attention: Keep your ticket.", "Keep"), ("Reminder: Call your mother.", "Call"),
+            ("Warning: Close the door.", "Close"), ("* Turn off the lights.", "Turn"), ("- Wash your hands.", "Wash"),
+            ("• Feed the dog.", "Feed"), ("1. Close the window.", "Close"), ("2) Call your mother.", "Call"),
+            ("a) Leave the keys here.", "Leave"), ('She said: "Wait here."', "Wait"),
+            ('He asked, "Where is the book?"', "Where"), ('Tom said, "Please help me."', "Please"),
+            ("The Old House On The Hill", "House"), ("My Best Friends", "Friends"), ("A Dog In The Garden", "Dog"),
+            ("DO NOT ENTER.", "ENTER"), ("PLEASE WAIT HERE.", "WAIT"), ("CLOSE THE DOOR.", "DOOR"),
+            ("I LOVE MY DOG.", "DOG"))  # (line, the word to translate): each spelled otherwise in Spanish and Dutch
 
 
 @dataclass(frozen=True)
@@ -115,6 +125,7 @@ def cases(seed: int = 0) -> list[Case]:
                 made.append(Case(MANY_NUMBERS_KIND, tuple(numbers), template.format(_listed(numbers))))
     made += [Case("typed slot", tuple(TYPED_SLOT.findall(line)), line) for line in TYPED_SLOTS]
     made += [Case("translated, not copied", (WORD.findall(line)[-1],), line, copied=False) for line in TRANSLATED]
+    made += [Case(ORDINARY_KIND, (word,), line, copied=False) for line, word in ORDINARY]
     return made
 
 

@@ -26,8 +26,9 @@ from sentencex import segment
 from data.casing import Vocabulary, restyled, sentence_cased, style
 
 LIST_MARKER = re.compile(r"\s*(?:[-*•‣◦▪–—>]|#{1,6}|\(?\d{1,3}[.)]|\(?[a-z][.)]|\([A-Z]\))\s+")
-# A label: up to three words at a sentence's start, a colon, then a capital ('She said: "Wait."' is one sentence).
-LABEL = re.compile(r"([^\W\d_][\w'’-]*(?: [\w'’-]+){0,2})(:\s+)(?=[¿¡]?([^\W\d_]))")
+# A label: up to three words at a sentence's start, a colon, then a capital (or a quote and a capital).
+LABEL = re.compile(r"([^\W\d_][\w'’-]*(?: [\w'’-]+){0,2})(:\s+)(?=[\"'“‘«„]?[¿¡]?([^\W\d_]))")
+QUOTES = {'"': '"', "“": "”", "„": "“", "«": "»", "‘": "’", "'": "'"}  # opening: closing
 INNER_BREAK = re.compile(r"\s*[;:,]\s+|\s+[-–—]\s+")  # where an over-long sentence may be cut
 ENDS_A_SENTENCE = ".!?…。！？"
 UNSPACED_TARGETS = frozenset({"ja", "zh", "th", "lo", "km", "my"})  # written without spaces between sentences
@@ -77,8 +78,15 @@ class LineSplitter:
             if label and body[0].isupper() and label.group(3).isupper():
                 found += [self._sentence(label.group(1)), Piece(label.group(2))]
                 body = body[label.end() :]
-            found += self._fitted(body) + [Piece(sentence[start + len(sentence.strip()) :])]
+            found += self._quoted(body) + [Piece(sentence[start + len(sentence.strip()) :])]
         return found
+
+    def _quoted(self, text: str) -> list[Piece]:
+        """A sentence in quotes is translated without them (the model learned sentences), its quotes kept."""
+        closing = QUOTES.get(text[:1])
+        if closing and len(text) > 2 and text.endswith(closing) and closing not in text[1:-1]:
+            return [Piece(text[0]), *self._fitted(text[1:-1]), Piece(text[-1])]
+        return self._fitted(text)
 
     def _sentence(self, text: str) -> Piece:
         kind = style(text)

@@ -58,9 +58,10 @@ def main() -> None:
     slots = translator.tokenizer.slots
     if slots is None:
         return
-    with_tokens = translator.tokenizer.decode_tgt([t.sentences[0].output_ids for t in results])  # slots not filled in
+    whole = [(t.sentences[0], case) for t, case in zip(results, checked) if len(t.sentences) == 1]  # one sentence
+    with_tokens = translator.tokenizer.decode_tgt([sentence.output_ids for sentence, _ in whole])  # slots not filled in
     fixed = sum(slots.repaired(text, slots.entities(case.sentence), case.sentence) != text
-                for text, case in zip(with_tokens, checked))
+                for text, (_, case) in zip(with_tokens, whole))
     print(f"   translations that dropped or repeated a slot, put right: {fixed} of {len(checked)}")
     if (translator.files.folder / "test_translations.tsv").is_file():
         inside_words(translator.files.folder, slots)

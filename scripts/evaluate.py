@@ -4,6 +4,7 @@
     python scripts/evaluate.py hypotheses.txt references.jsonl      # one JSON list of references a line
     python scripts/evaluate.py hypotheses.txt refs.txt              # plain text: one reference a line
     python scripts/evaluate.py hypotheses.txt refs.txt --target-lang zh   # BLEU tokenized for Chinese
+    python scripts/evaluate.py caps.hyp caps.refs.jsonl --lowercase       # ignoring case (text in capitals)
 
 TSV references are grouped by source, in order of first appearance: the hypotheses file
 has one line per distinct source. Prints BLEU, chrF and their sacreBLEU signatures.
@@ -42,13 +43,14 @@ def read_references(path: str | Path) -> list[list[str]]:
     return [[line] for line in lines]
 
 
-def evaluate(hypotheses_path: str | Path, references_path: str | Path, target_lang: str = "es") -> Scores:
+def evaluate(hypotheses_path: str | Path, references_path: str | Path, target_lang: str = "es",
+             lowercase: bool = False) -> Scores:
     hypotheses = Path(hypotheses_path).read_text(encoding="utf-8").splitlines()
     references = read_references(references_path)
     if len(hypotheses) != len(references):
         raise ValueError(f"{hypotheses_path} has {len(hypotheses)} lines but {references_path} "
                          f"has {len(references)} sentences")
-    return corpus_scores(hypotheses, references, target_lang)
+    return corpus_scores(hypotheses, references, target_lang, lowercase)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,9 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("references", help=".tsv (source<TAB>reference), .jsonl (JSON lists) or plain text")
     parser.add_argument("--target-lang", default="es", help="the translations' language (ISO 639-1): BLEU's "
                         "tokenizer follows it (zh, ja, ...: the signature says which)")
+    parser.add_argument("--lowercase", action="store_true", help="BLEU and chrF ignoring case (how the test report "
+                        "scores the split in Title Case and ALL CAPS: scripts/export_split.py --as)")
     args = parser.parse_args(argv)
     try:
-        scores = evaluate(args.hypotheses, args.references, args.target_lang)
+        scores = evaluate(args.hypotheses, args.references, args.target_lang, args.lowercase)
     except (OSError, ValueError) as error:
         parser.exit(2, f"evaluate.py: {error}\n")
     print(f"BLEU = {scores.bleu:.2f}   {scores.bleu_signature}")

@@ -6,8 +6,13 @@
 
     python scripts/export_split.py --source-lang nl --target-lang en --corpus nld-eng.zip --out /tmp/nl
 
+    python scripts/export_split.py --split test --as paragraphs --out /tmp/paragraphs   # as people paste it
+    python scripts/export_split.py --split test --as all_caps --out /tmp/caps    # then: evaluate.py --lowercase
+
 Files written: <out>.<source language> (one source a line: test.en) and <out>.refs.jsonl (a JSON
-list of all references per line). They are derived from the corpus: keep them out of the repository.
+list of all references per line). ``--as``: the sources as the test report also scores them
+(``model/training/pasted_text.py``): joined four to a line with their references joined alike, every
+word capitalized, or in capitals. They are derived from the corpus: keep them out of the repository.
 """
 
 from __future__ import annotations
@@ -16,7 +21,12 @@ import argparse
 import json
 from pathlib import Path
 
+from data.casing import title_cased
 from data.datamodule import TranslationDataModule
+from model.training.pasted_text import paragraph_references, paragraphs
+
+AS_PASTED = {"sentences": lambda s, r: (s, r), "paragraphs": lambda s, r: (paragraphs(s), paragraph_references(r)),
+             "title_case": lambda s, r: ([title_cased(x) for x in s], r), "all_caps": lambda s, r: ([x.upper() for x in s], r)}
 
 
 def main() -> None:
@@ -27,18 +37,20 @@ def main() -> None:
     parser.add_argument("--source-lang", default="en", help="data.source_lang")
     parser.add_argument("--target-lang", default="es", help="data.target_lang")
     parser.add_argument("--cache-dir", default=None)
+    parser.add_argument("--as", dest="pasted", default="sentences", choices=list(AS_PASTED),
+                        help="the sources one a line as the corpus has them, or as people paste them")
     args = parser.parse_args()
     datamodule = TranslationDataModule(corpus_path=args.corpus, source_lang=args.source_lang,
                                        target_lang=args.target_lang, cache_dir=args.cache_dir)  # default splits
     datamodule.setup()
-    sources, references = datamodule.sources(args.split), datamodule.references(args.split)
+    sources, references = AS_PASTED[args.pasted](datamodule.sources(args.split), datamodule.references(args.split))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     Path(f"{out}.{args.source_lang}").write_text("".join(s + "\n" for s in sources), encoding="utf-8")
     with open(f"{out}.refs.jsonl", "w", encoding="utf-8") as f:
         for refs in references:
             f.write(json.dumps(refs, ensure_ascii=False) + "\n")
-    print(f"{len(sources)} sentences ({sum(map(len, references))} references) -> {out}.{args.source_lang}, "
+    print(f"{len(sources)} lines ({sum(map(len, references))} references) -> {out}.{args.source_lang}, "
           f"{out}.refs.jsonl")
 
 

@@ -46,3 +46,10 @@ def test_line_count_mismatch_is_an_error(tmp_path):
     result = subprocess.run([sys.executable, str(ROOT / "scripts" / "evaluate.py"), str(tmp_path / "hyp.txt"),
                              str(tmp_path / "ref.txt")], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "2 lines" in result.stderr
+
+
+def test_text_in_capitals_is_scored_ignoring_case(tmp_path):
+    (tmp_path / "hyp.txt").write_text("\n".join(h.upper() for h in HYPS) + "\n", encoding="utf-8")
+    (tmp_path / "ref.txt").write_text("\n".join(r[1 if len(r) > 1 else 0] for r in REFS) + "\n", encoding="utf-8")
+    assert evaluate(tmp_path / "hyp.txt", tmp_path / "ref.txt").bleu < 10  # with case: the capitals miss
+    assert evaluate(tmp_path / "hyp.txt", tmp_path / "ref.txt", lowercase=True).bleu == pytest.approx(100.0)

@@ -56,6 +56,12 @@ def test_the_same_translations_as_ours_in_float32(ours, engine, config):
     assert all(isinstance(score, float) for _, score in n_best)
 
 
+def test_a_pasted_line_translates_as_ours_does(ours, engine):
+    lines = ["I like cats. Where is the station?  Tom is very tall.", "DO NOT ENTER. The Sky Is Blue", "2. Note: No."]
+    config = SearchConfig(beam_size=1)
+    assert [t.text for t in engine.translate(lines, config)] == [t.text for t in ours.translate(lines, config)]
+
+
 def test_the_folder_says_where_it_came_from_and_int8_translates(ours, exported, tmp_path):
     assert (exported / "model.bin").is_file() and "final.ckpt" in (exported / "README.md").read_text()
     folder = export_ctranslate2(ours.model, ours.tokenizer, ours.files.checkpoint, tmp_path / "int8", "int8")

@@ -2,8 +2,8 @@
 
 import pytest
 
-from data.copy_slots import CopySlots
 from data.sentences import LineSplitter, Piece, ended_as, translate_pieces
+from test_casing import Words
 
 LINES = ["Tom is here. He said: \"Wait here.\" Mr. Smith went to Washington.", "2. Attention: Keep your ticket.",
          "* Turn off the lights.", "  - Indented item!  ", "a) First.\tb) Second.", "DO NOT ENTER. Thank you.",
@@ -21,7 +21,7 @@ def test_the_pieces_give_the_line_back_character_for_character(line):
 
 def test_a_paragraph_is_cut_into_its_sentences():
     pieces = LineSplitter("en", "es").pieces(LINES[0])
-    assert translated(pieces) == ["Tom is here.", "He said: \"Wait here.\"", "Mr. Smith went to Washington."]
+    assert translated(pieces) == ["Tom is here.", "He said", "Wait here.", "Mr. Smith went to Washington."]
     assert translated(LineSplitter("en", "es").pieces("No. 5 is mine. It is.")) == ["No. 5 is mine.", "It is."]
 
 
@@ -31,6 +31,9 @@ def test_list_markers_stay_and_labels_are_translated_on_their_own():
         ("2. ", False), ("Attention", True), (": ", False), ("Keep your ticket.", True)]
     assert [p.text for p in splitter.pieces("* Turn off the lights.") if not p.translated] == ["* "]
     assert translated(splitter.pieces("a) First.\tb) Second.")) == ["First.", "Second."]  # a tab: cells apart
+    assert [(p.text, p.translated) for p in splitter.pieces('She said: «Wait here.»')] == [
+        ("She said", True), (": ", False), ("«", False), ("Wait here.", True), ("»", False)]  # the quotes stay
+    assert translated(splitter.pieces('"Go," he said.')) == ['"Go," he said.']  # not a quoted sentence
     assert translated(splitter.pieces("It is 10:30: Come now.")) == ["It is 10:30: Come now."]  # not a label
     assert translated(splitter.pieces("Tom has three: apples, pears and figs.")) == [
         "Tom has three: apples, pears and figs."]  # no capital after the colon: no label
@@ -54,8 +57,7 @@ def test_targets_without_spaces_join_sentences_without_them_and_spaced_targets_g
 
 
 def test_capitals_are_read_in_sentence_case_and_written_back():
-    pairs = [("Tom is here.", "Tom está aquí."), ("The best restaurants in town.", "Los mejores restaurantes.")]
-    splitter = LineSplitter("en", "es", CopySlots.learn(pairs * 3))
+    splitter = LineSplitter("en", "es", Words({"Tom"}, set("is here the best restaurants in town".split())))
     pieces = splitter.pieces("TOM IS HERE. The Best Restaurants In Town")
     assert [p.model_text for p in pieces if p.translated] == ["Tom is here.", "The best restaurants in town"]
     assert splitter.join(pieces, ["Tom está aquí.", "Los mejores restaurantes de la ciudad."]) == \

@@ -37,8 +37,17 @@ def test_translations_in_order_and_empty_lines_stay_empty(client, translator):
     answer = client.post("/translate", json={"lines": lines, "beam_size": 1})
     assert answer.status_code == 200
     expected = [t.text for t in translator.translate(lines, SearchConfig(beam_size=2).greedy)]
-    assert answer.json() == {"translations": expected, "attention": None, "n_best": None}
+    assert answer.json() == {"translations": expected, "cut": [], "attention": None, "n_best": None}
     assert expected[1] == expected[3] == ""
+
+
+def test_a_pasted_paragraph_is_one_line_and_its_attention_holds_every_sentence(client, translator):
+    lines = ["Tom is very tall. IT IS LATE. Where is the station?", "Hello. " + "word" * 300]
+    answer = client.post("/translate", json={"lines": lines, "beam_size": 1, "attention": True}).json()
+    expected = translator.translate(lines, SearchConfig(beam_size=1))
+    assert answer["translations"] == [t.text for t in expected] and answer["cut"] == [1]
+    records = answer["attention"]["steps"][0]["sentences"]
+    assert [r["source"] for r in records] == ["Tom is very tall.", "It is late.", "Where is the station?"]
 
 
 @pytest.mark.parametrize("body, status, message", [
@@ -174,11 +183,12 @@ def test_the_page_in_a_real_browser(browser, smoke_run, tmp_path):
     from selenium.webdriver.support.ui import WebDriverWait
 
     with serving(smoke_run) as (port, _, _):
-        expected = post(port, {"lines": ["The sky is blue."], "beam_size": 2, "attention": True})
+        pasted = "The sky is blue. I like cats."  # two sentences: the explorer lets the reader pick one
+        expected = post(port, {"lines": [pasted], "beam_size": 2, "attention": True})
         browser.get(f"http://127.0.0.1:{port}/")
         text = browser.find_element(By.ID, "text")
         text.clear()
-        text.send_keys("The sky is blue.\n")  # Enter translates
+        text.send_keys(pasted + "\n")  # Enter translates
         item = WebDriverWait(browser, 60).until(expected_conditions.presence_of_element_located(
             (By.CSS_SELECTOR, "#translations li b")))
         assert item.text == expected["translations"][0]
@@ -188,6 +198,15 @@ def test_the_page_in_a_real_browser(browser, smoke_run, tmp_path):
         shown = {(q, k): w for q, k, w in browser.execute_script(
             "return [...document.querySelectorAll('#detail td')].map(td => [+td.dataset.q, +td.dataset.k, +td.dataset.w])")}
         weights = expected["attention"]["steps"][0]["sentences"][0]["maps"]["cross"][0][1]  # layer 1, head 2
+        assert shown and all(abs(w - weights[q][k] / 1000) < 1e-9 for (q, k), w in shown.items())
+        picker = browser.find_element(By.ID, "sentence")
+        assert picker.is_displayed() and [o.text for o in picker.find_elements(By.TAG_NAME, "option")] == [
+            "The sky is blue.", "I like cats."]
+        picker.find_elements(By.TAG_NAME, "option")[1].click()
+        browser.find_element(By.CSS_SELECTOR, '#model-view canvas[data-layer="0"][data-head="1"]').click()
+        shown = {(q, k): w for q, k, w in browser.execute_script(
+            "return [...document.querySelectorAll('#detail td')].map(td => [+td.dataset.q, +td.dataset.k, +td.dataset.w])")}
+        weights = expected["attention"]["steps"][0]["sentences"][1]["maps"]["cross"][0][1]  # the second sentence's
         assert shown and all(abs(w - weights[q][k] / 1000) < 1e-9 for (q, k), w in shown.items())
         browser.switch_to.default_content()
         assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []

@@ -80,3 +80,13 @@ def test_digits_are_tokens_of_their_own_and_a_tokenizer_trained_before_keeps_its
     merged.save(tmp_path)  # a run folder of before: its tokenizer.json still splits as it did
     loaded = TranslationTokenizer.load(tmp_path)
     assert loaded.encode_src(["I have 530 cats."]) == merged.encode_src(["I have 530 cats."])
+
+
+def test_a_word_keeps_its_capital_in_sentence_case_where_the_training_text_writes_it_so():
+    pairs = [("I live in London with Tom.", "Vivo en Londres con Tom."), ("We could go to London.", "Podríamos ir."),
+             ("Could you come? I could not.", "¿Podrías venir? No pude."), ("Tom could swim.", "Tom sabía nadar.")]
+    tokenizer = TranslationTokenizer.train(pairs * 50, vocab_size=400, copy_slots=True)
+    assert tokenizer.capitalized_inside("London") and tokenizer.capitalized_inside("Tom")  # one piece; copied
+    assert tokenizer.capitalized_inside("I")  # as many pieces either way, and held capitalized inside a sentence
+    assert not tokenizer.capitalized_inside("Could") and not tokenizer.capitalized_inside("Swim")
+    assert tokenizer.knows("LONDON") and not tokenizer.knows("Paris")

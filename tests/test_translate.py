@@ -40,6 +40,17 @@ def test_file_in_file_out_keeps_every_line(smoke_run, tmp_path):
     assert stderr.count("invalid UTF-8") == 1 and stderr.count("truncated") == 1
 
 
+def test_a_pasted_line_gives_one_line_as_the_translator_and_a_truncated_one_is_named(smoke_run, tmp_path):
+    lines = ["Tom is very tall. It is late.\u2028Where is the station?", "\ufeffDO NOT ENTER.", "- Hello: I am here.",
+             "word" * 300]
+    source = tmp_path / "in.txt"
+    source.write_text("\ufeff" + "\r\n".join(lines) + "\n", encoding="utf-8")  # a BOM, Windows line ends
+    result = translate(f"run={smoke_run}", f"input={source}", "beam_size=1")
+    expected = [t.text for t in Translator.load(smoke_run).translate(lines, SearchConfig(beam_size=1))]
+    assert result.returncode == 0 and result.stdout.decode().split("\n") == [*expected, ""]  # as `wc -l` counts
+    assert "truncated: line(s) 4" in result.stderr.decode()
+
+
 def test_stdin_and_command_line_sentences(smoke_run):
     piped = translate(f"run={smoke_run}", "beam_size=1", "chunk_size=2", stdin=b"Hello.\nI am here.\n\n")
     assert piped.returncode == 0 and piped.stdout.decode().count("\n") == 3
@@ -200,7 +211,7 @@ def test_the_runs_own_search_and_length_limit_unless_the_command_line_says_other
     long_line = "word " * 200
     for option, cut in (("", 128), ("max_sentence_len=5", 5)):
         result = translate(f"run={smoke_run}", long_line, "beam_size=1", *filter(None, [option]))
-        assert result.returncode == 0 and f"longer than {cut} tokens were truncated" in result.stderr.decode()
+        assert result.returncode == 0 and f"longer than {cut} tokens, even cut at their inner" in result.stderr.decode()
 
 
 def test_translating_imports_none_of_trainings_libraries(smoke_run, tmp_path):

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from data.sampler import pad_batch
+from data.sentences import ended_as
 from model.inference.translator import Translator
 from model.search import SearchConfig, beam_search, greedy_decode, length_penalty_factor, search, sequence_log_prob
 
@@ -60,3 +61,25 @@ def test_encode_truncates_long_sources_keeping_eos(smoke_run):
     ids = translator.encode(["word " * 400, "Short.", "x" * 10**6])
     assert translator.truncated == 2 and len(ids[0]) == len(ids[2]) == translator.max_source_tokens
     assert ids[0][-1] == translator.tokenizer.eos_id and len(ids[1]) < 10
+
+def test_a_pasted_line_is_translated_sentence_by_sentence_and_joined_back(smoke_run):
+    translator, config = Translator.load(smoke_run), SearchConfig(beam_size=1)
+    line, caps, label, decomposed, composed = translator.translate(
+        ["Tom is very tall. It is late.  Where is the station?", "IT IS LATE.", "2. Attention: I like cats.",
+         "Jose\u0301 is here.", "José is here."], config)
+    alone = [t.text for t in translator.translate(["Tom is very tall.", "It is late.", "Where is the station?",
+                                                    "Attention", "I like cats."], config)]
+    assert [s.source for s in line.sentences] == ["Tom is very tall.", "It is late.", "Where is the station?"]
+    assert line.text == f"{alone[0]} {alone[1]}  {alone[2]}"  # the line's own spacing
+    assert caps.sentences[0].source == "It is late." and caps.text == alone[1].upper()
+    assert label.text == f"2. {ended_as('Attention', alone[3])}: {alone[4]}"  # the marker kept, the label its own
+    assert decomposed.text == composed.text and decomposed.source == "José is here."  # NFC at the door
+
+
+def test_an_over_long_sentence_is_cut_at_its_commas_and_only_what_cannot_be_is_truncated(smoke_run):
+    translator = Translator.load(smoke_run, overrides={"max_sentence_len": 12})
+    commas, word = translator.translate(["I like cats, I like dogs, I like the birds, and I like the sea.",
+                                         "word" * 40 + "."], SearchConfig(beam_size=1))
+    assert len(commas.sentences) > 1 and not commas.cut
+    assert all(len(s.src_ids) <= 12 for s in commas.sentences) and commas.text.count(",") >= len(commas.sentences) - 1
+    assert word.cut and translator.truncated == 1 and len(word.sentences[0].src_ids) == 12  # the word alone

@@ -111,7 +111,8 @@ class Translator:
         return LineSplitter(pair.source, pair.target, self.tokenizer, self.fits)
 
     def fits(self, text: str) -> bool:
-        """``text`` is read whole: no more source tokens than ``max_source_tokens`` (EOS included)."""
+        """``text`` is read whole: no more source tokens than ``max_source_tokens`` (EOS included; a text of
+        fewer bytes always fits, as byte-level BPE never makes more tokens than bytes)."""
         limit = self.max_source_tokens
         return len(text.encode()) < limit or len(self._source_ids([text])[0]) <= limit
 
@@ -120,6 +121,7 @@ class Translator:
         return [truncate_source(seq, self.max_source_tokens) for seq in self._counted(self._source_ids(texts))]
 
     def _counted(self, ids: list[list[int]]) -> list[list[int]]:
+        """``ids`` as they are, those longer than the model reads counted in ``self.truncated``."""
         self.truncated += sum(len(seq) > self.max_source_tokens for seq in ids)
         return ids
 
@@ -152,8 +154,8 @@ class Translator:
         pieces = [splitter.pieces(line) for line in lines]
         owners: dict[str, list[int]] = {}  # the lines each distinct sentence is in
         for row, line_pieces in enumerate(pieces):
-            for piece in line_pieces:
-                owners.setdefault(piece.model_text, []).append(row) if piece.translated else None
+            for piece in filter(lambda piece: piece.translated, line_pieces):
+                owners.setdefault(piece.model_text, []).append(row)
 
         def search(texts: list[str]) -> list[Sentence]:
             wanted = None if keep_rows is None else lambda: any_of(keep_rows(), [owners[text] for text in texts])
