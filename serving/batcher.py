@@ -27,7 +27,9 @@ from serving.admission import Admission, Overloaded
 from serving.limits import Limits
 
 
-WARM_UP = "Hello, how are you today, and how is your family?"  # one sentence; any tokenizer reads it as some tokens
+# One sentence (the translator searches a line sentence by sentence), made distinct by its number (it searches each
+# distinct sentence of a call once); any language's tokenizer reads it as some tokens.
+WARM_UP = "Hello, how are you and your {} cats today?"
 
 
 def line_costs(tokens: list[int], config: SearchConfig) -> list[int]:
@@ -129,8 +131,7 @@ class Batcher:
         """Before serving: a full batch that pays the model's one-time costs (seconds on a CPU), then one that
         measures the rate, so that a flood on a fresh server is taken at about the rate it is served at (the
         flood's own batches then refine it)."""
-        # Distinct lines: the translator searches each distinct sentence of a call once.
-        config, lines = self.translator.settings.search, [f"{WARM_UP} {n + 1}" for n in range(self.batch_lines)]
+        config, lines = self.translator.settings.search, [WARM_UP.format(n + 1) for n in range(self.batch_lines)]
         self.translator.translate(lines, config, batch_size=len(lines))
         start = time.monotonic()
         self.translator.translate(lines, config, batch_size=len(lines))

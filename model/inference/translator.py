@@ -127,11 +127,10 @@ class Translator:
 
     def source_tokens(self, lines: list[str]) -> list[int]:
         """How many source tokens the model would read of each line, all its sentences (0 for an empty line):
-        what its search costs."""
-        splitter, limit = self.splitter, self.max_source_tokens
-        pieces = [[p.model_text for p in splitter.pieces(normalized(line)) if p.translated] for line in lines]
-        counts = iter(self._source_ids([text for texts in pieces for text in texts]))
-        return [sum(min(len(next(counts)), limit) for _ in texts) for texts in pieces]
+        what its search costs. Counted on the whole line, as cheap as tokenizing it (a server asks on every
+        request): its sentences hold the same tokens, but their ends."""
+        texts = [normalized(line).strip() for line in lines]
+        return [len(ids) if text else 0 for ids, text in zip(self._source_ids(texts), texts)]
 
     def _source_ids(self, texts: list[str]) -> list[list[int]]:
         """The tokenizer's ids of each text, cut to ``max_source_chars`` and cleaned, before truncation."""
