@@ -105,6 +105,10 @@ class LineSplitter:
                 start = after
         return found + [self._sentence(text[start:])]
 
+    def sentence_count(self, line: str) -> int:
+        """How many sentences the segmenter finds in ``line`` (microseconds: a server asks for every request)."""
+        return sum(1 for sentence in segment(self.source_lang, line) if sentence.strip())
+
     def join(self, pieces: list[Piece], translations: Iterable[str]) -> str:
         """The line again, each translated piece replaced by its translation (``translations`` in order), in
         its source's style; what was kept stands as it was."""

@@ -90,3 +90,8 @@ def test_every_distinct_sentence_is_translated_once_in_one_call():
     lines = [splitter.pieces(line) for line in ("Hi. Bye.", "Bye. Hi.", "", "Hi.")]
     assert translate_pieces(lines, translate) == [["HI.", "BYE."], ["BYE.", "HI."], [], ["HI."]]
     assert calls == [["Hi.", "Bye."]]
+
+
+def test_the_sentences_a_line_holds_are_counted_cheaply():
+    splitter = LineSplitter("en", "es")
+    assert [splitter.sentence_count(line) for line in ("Hi. Bye.  ", "", "Mr. Smith is here.", "a b c")] == [2, 0, 1, 1]

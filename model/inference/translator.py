@@ -128,9 +128,10 @@ class Translator:
     def source_tokens(self, lines: list[str]) -> list[int]:
         """How many source tokens the model would read of each line, all its sentences (0 for an empty line):
         what its search costs. Counted on the whole line, as cheap as tokenizing it (a server asks on every
-        request): its sentences hold the same tokens, but their ends."""
-        texts = [normalized(line).strip() for line in lines]
-        return [len(ids) if text else 0 for ids, text in zip(self._source_ids(texts), texts)]
+        request): its sentences hold the same tokens, each read up to ``max_source_tokens``."""
+        texts, splitter = [normalized(line).strip() for line in lines], self.splitter
+        return [min(len(ids), self.max_source_tokens * splitter.sentence_count(text)) if text else 0
+                for ids, text in zip(self._source_ids(texts), texts)]
 
     def _source_ids(self, texts: list[str]) -> list[list[int]]:
         """The tokenizer's ids of each text, cut to ``max_source_chars`` and cleaned, before truncation."""
