@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import hydra
@@ -35,8 +37,13 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 import runtime
+from data.corpus import CorpusError, CorpusNotFoundError
+from data.datamodule import DataCacheError
 from data.tokenizer import tokenizer_fingerprint
-from runtime import SettingsError
+from runtime.machine import with_recipe
+from runtime.non_finite import NonFiniteLossError
+from runtime.settings import SettingsError, check_command_line, first_rank
+from runtime.stop_and_clock import CheckpointWriteError, TrainingInterrupted
 
 log = logging.getLogger("train")
 
@@ -49,9 +56,9 @@ def train(cfg: DictConfig) -> dict[str, float]:
     raise ``SettingsError`` before anything is built (``runtime.attach``).
     """
     with runtime.attach(cfg) as run:
-        L.seed_everything(cfg.seed, workers=True)
+        L.seed_everything(cfg.seed, workers=True, verbose=False)
         datamodule = instantiate(cfg.data)
-        with run.phase("data"):
+        with run.clock.phase("data"):
             datamodule.setup()  # builds (or reads from the cache) splits, tokenizer and token ids
         with open_dict(cfg):  # vocabulary and special ids flow from the data into the model
             cfg.model.src_vocab_size = datamodule.src_vocab_size
@@ -68,7 +75,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
                              model_config=model_config, tokenizer_sha256=tokenizer_fingerprint(run_dir),
                              **run.module_parts, _convert_="all")
         (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-        loggers = [instantiate(c) for c in cfg.logger.values() if c is not None] if cfg.get("logger") else []
+        loggers = run.loggers()
         for logger in loggers:
             logger.log_hyperparams(OmegaConf.to_container(cfg, resolve=True))
         # A preset switches a callback off with null (experiment=gpu: no early stopping).
@@ -99,10 +106,38 @@ def objective(cfg: DictConfig, metrics: dict[str, float]) -> float | dict[str, f
 
 @hydra.main(version_base="1.3", config_path="configs", config_name="train")
 def main(cfg: DictConfig) -> float | dict[str, float]:
-    with runtime.stops_in_one_line(search=bool(cfg.get("optimized_metric"))):
+    with stops_in_one_line(search=bool(cfg.get("optimized_metric"))):
         return objective(cfg, train(cfg))
 
 
+STOPS_WITH_ONE_LINE = (SettingsError, CorpusError, CorpusNotFoundError, CheckpointWriteError, DataCacheError)
+
+
+@contextmanager
+def stops_in_one_line(search: bool = False) -> Iterator[None]:
+    """What stops a run, said in one ``train.py:`` line with the shell's exit code; in a ``search`` a
+    non-finite loss is raised on (the sweeper records the trial as failed and goes on)."""
+    try:
+        yield
+    except NonFiniteLossError as error:
+        if search:
+            raise
+        raise SystemExit(f"train.py: {error}") from None
+    except STOPS_WITH_ONE_LINE as error:  # an OSError's own words, without its errno
+        raise SystemExit(f"train.py: {error.strerror if isinstance(error, OSError) else error}") from None
+    except TrainingInterrupted as stop:
+        if first_rank():  # every rank stopped and saved together: one line says it
+            print(f"train.py: {stop}", file=sys.stderr)
+        raise SystemExit(128 + stop.signum) from None  # 130 for Ctrl-C, 143 for SIGTERM, as shells report them
+    except KeyboardInterrupt:  # before training started or after it ended: nothing of a step to save
+        print("train.py: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
 if __name__ == "__main__":
-    sys.argv[1:] = runtime.command_line(sys.argv[1:], Path(__file__).resolve().parent / "configs")
+    try:  # before Hydra composes or writes anything; then the recipe for this machine (experiment=gpu with CUDA)
+        check_command_line(sys.argv[1:], Path(__file__).resolve().parent / "configs")
+    except SettingsError as error:
+        sys.exit(f"train.py: {error}")
+    sys.argv[1:] = with_recipe(sys.argv[1:])
     main()

@@ -1,13 +1,5 @@
-"""The machine a run trains on, decided once: GPU or CPU, how many devices, which recipe.
-
-The run machinery asks here once and writes the answer into the composed settings as plain values:
-the accelerator and device count, the precision, whether batches are cut on the device, whether
-checkpoints are written and attention views drawn beside training, TF32 for fp32 matmuls on a
-GPU. Every ``auto`` in ``configs/`` is settled here; the components downstream are handed plain
-values (a device type, booleans) and never look at CUDA themselves.
-"""
-
-from __future__ import annotations
+"""The machine a run trains on, decided once: GPU or CPU, how many devices, which recipe. Every ``auto`` in
+``configs/`` is settled here into plain values, so the components downstream never look at CUDA themselves."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,14 +31,11 @@ class Machine:
 
 
 def with_recipe(argv: Sequence[str], cuda: bool | None = None) -> list[str]:
-    """The command line with the recipe for this machine: ``experiment=gpu`` added where CUDA is found,
-    unless ``experiment=`` or ``trainer.accelerator=`` already decides (a preset is a config group, so it
-    is chosen before Hydra composes; DDP's other ranks inherit the same command line)."""
-    given = {arg.partition("=")[0].lstrip("+~") for arg in argv if "=" in arg}
-    if given & {"experiment", "trainer.accelerator"}:
-        return list(argv)
-    cuda = torch.cuda.is_available() if cuda is None else cuda
-    return [*argv, "experiment=gpu"] if cuda else list(argv)
+    """``argv`` with ``experiment=gpu`` added where CUDA is found, unless ``experiment=`` or ``trainer.accelerator=``
+    decides (a preset is a config group: chosen before Hydra composes; DDP's other ranks inherit the command line)."""
+    decided = {arg.partition("=")[0].lstrip("+~") for arg in argv if "=" in arg} & {"experiment", "trainer.accelerator"}
+    gpu = not decided and (torch.cuda.is_available() if cuda is None else cuda)
+    return [*argv, "experiment=gpu"] if gpu else list(argv)
 
 
 def decide_machine(cfg: DictConfig, recipe: str | None = None) -> Machine:
@@ -63,17 +52,14 @@ def decide_machine(cfg: DictConfig, recipe: str | None = None) -> Machine:
 def settle_settings(cfg: DictConfig, machine: Machine) -> None:
     """Write ``machine``'s answer into every ``auto`` of ``cfg`` (and set TF32 where fp32 runs on a GPU)."""
     with open_dict(cfg):
-        cfg.trainer.accelerator = "gpu" if machine.gpu else "cpu"
-        cfg.trainer.devices = machine.devices
+        cfg.trainer.accelerator, cfg.trainer.devices = "gpu" if machine.gpu else "cpu", machine.devices
         if cfg.runtime.precision == "auto":  # bf16 only where it is faster (precision.py)
             cfg.runtime.precision = choose_precision(machine.gpu)
         if cfg.data.get("on_device", False) == "auto":  # token ids on the GPU, batches cut there
             cfg.data.on_device = machine.gpu
         if cfg.runtime.asynchronous_checkpoints == "auto":  # a host copy, then the write beside training
             cfg.runtime.asynchronous_checkpoints = machine.gpu
-        views = cfg.get("callbacks", {}).get("attention_views")
-        if views is not None and views.get("background") == "auto":  # a CPU's cores are all training's
-            views.background = machine.gpu
-    if machine.gpu and cfg.runtime.precision in ("32-true", "32", 32):
-        torch.backends.cuda.matmul.allow_tf32 = True  # fp32 matmuls on TF32 tensor cores: ~8x, 10-bit mantissa
-        torch.backends.cudnn.allow_tf32 = True
+        if (views := cfg.get("callbacks", {}).get("attention_views")) is not None and views.get("background") == "auto":
+            views.background = machine.gpu  # views drawn beside training: a CPU's cores are all training's
+    if machine.gpu and cfg.runtime.precision in ("32-true", "32", 32):  # TF32 tensor cores: ~8x, 10-bit mantissa
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True

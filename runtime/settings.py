@@ -1,19 +1,14 @@
-"""A run's settings, checked before anything is built or written: the config groups' choices, what each
-component refuses, what spans two of them, and what a run folder that is continued must keep (its
-tokenizer, model shape and seed); the run folder held by one ``train.py`` at a time.
-
-Each component says what it refuses (``shape_problems``, ``data_problems``, ``schedule_problems``): one
-rule, one place; this module only gathers them into one line.
-"""
-
-from __future__ import annotations
+"""A run's settings, checked before anything is built or written, and its run folder: what a continued run must
+keep (tokenizer, model shape, seed), a finished run kept whole, one ``train.py`` at a time. Each component says
+what it refuses (``shape_problems``, ``data_problems``, ...): one rule, one place; gathered here into one line."""
 
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from filelock import FileLock, Timeout
-
 from omegaconf import DictConfig, OmegaConf
 
 from data.datamodule import data_problems
@@ -24,11 +19,17 @@ from model.search import SearchConfig
 from model.training.schedule import schedule_problems
 from model.training.translation_module import module_problems
 from model.transformer import shape_problems
-from runtime.budget import max_time_seconds
-from runtime.checkpoint_io import resume_point
-
+from runtime.stop_and_clock import max_time_seconds, resume_point
 
 log = logging.getLogger("train")
+
+OURS = ("max_time", "precision")  # the run machinery's keys, which Lightning's Trainer also has
+OURS_UNDER_TRAINER = "trainer.{0} is not Lightning's here: set runtime.{0}"
+PRECISIONS = ("auto", "bf16-mixed", "16-mixed", "32-true", "bf16-true", "16-true", "64-true")  # and Lightning's aliases
+ALIASES = ("bf16", "16", "32", "64", 16, 32, 64)
+# Settings that decide the splits and the BPE vocabulary: a run folder keeps its own.
+DATA_KEYS = ("corpus_path", "hub_path", "hub_name", "val_fraction", "test_fraction", "vocab_size", "joint_vocab",
+             "limit_pairs")
 
 
 class SettingsError(ValueError):
@@ -36,8 +37,7 @@ class SettingsError(ValueError):
 
 
 def check_config(cfg: DictConfig) -> None:
-    """Refuse now, in one line, settings that would fail after the data cache is built or mid-epoch: each
-    component says what it refuses (one rule, one place); what spans two of them is checked here."""
+    """Refuse in one line settings that would fail after the data cache is built or mid-epoch."""
     model, data, module = cfg.model, cfg.data, cfg.module
     problems = (shape_problems(model, "model.") + data_problems(data, "data.") + module_problems(module, "module.")
                 + schedule_problems(module.schedule, "module.schedule.") + runtime_problems(cfg.runtime, "runtime."))
@@ -45,55 +45,41 @@ def check_config(cfg: DictConfig) -> None:
         SearchConfig(**{k: v for k, v in module.search.items() if k != "_target_"})
     except (TypeError, ValueError) as error:
         problems.append(f"module.search.{error}")
-    problems += [f"trainer.{key} is not Lightning's here: set runtime.{key}" for key in ("max_time", "precision")
-                 if key in cfg.trainer]
+    problems += [OURS_UNDER_TRAINER.format(key) for key in OURS if key in cfg.trainer]
     if not problems and data.max_sentence_len > model.max_len:
         problems.append(f"data.max_sentence_len={data.max_sentence_len} exceeds model.max_len={model.max_len}")
     if problems:
         raise SettingsError("bad settings: " + "; ".join(problems))
 
 
-PRECISIONS = ("auto", "bf16-mixed", "16-mixed", "32-true", "bf16-true", "16-true", "64-true")  # and Lightning's aliases
-ALIASES = ("bf16", "16", "32", "64", 16, 32, 64)
-
-
 def runtime_problems(settings: DictConfig, prefix: str = "") -> list[str]:
     """What the run machinery refuses among ``settings`` (``configs/runtime/``), one phrase each."""
-    problems = []
+    problems, get = [], settings.get
     try:
-        max_time_seconds(settings.get("max_time"))
+        max_time_seconds(get("max_time"))
     except ValueError:
-        problems.append(f"{prefix}max_time={settings.get('max_time')!r} must be DD:HH:MM:SS (e.g. 00:00:30:00), or null")
-    if settings.get("precision") not in PRECISIONS + ALIASES:
-        problems.append(f"{prefix}precision={settings.get('precision')!r} must be one of {', '.join(PRECISIONS)}")
-    if settings.get("asynchronous_checkpoints") not in ("auto", True, False):
-        problems.append(f"{prefix}asynchronous_checkpoints={settings.get('asynchronous_checkpoints')!r} must be "
-                        f"auto, true or false")
+        problems.append(f"{prefix}max_time={get('max_time')!r} must be DD:HH:MM:SS (e.g. 00:00:30:00), or null")
+    if get("precision") not in PRECISIONS + ALIASES:
+        problems.append(f"{prefix}precision={get('precision')!r} must be one of {', '.join(PRECISIONS)}")
+    if (value := get("asynchronous_checkpoints")) not in ("auto", True, False):
+        problems.append(f"{prefix}asynchronous_checkpoints={value!r} must be auto, true or false")
     for key, kinds in (("last_every_n_steps", int), ("last_every_minutes", (int, float))):
-        value = settings.get(key)
+        value = get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, kinds) or value <= 0):
             problems.append(f"{prefix}{key}={value!r} must be a {'whole number' if kinds is int else 'number'} "
                             f"above 0, or null")
     return problems
 
 
-# Settings that decide the splits and the BPE vocabulary: a run folder keeps its own.
-DATA_KEYS = ("corpus_path", "hub_path", "hub_name", "val_fraction", "test_fraction", "vocab_size", "joint_vocab",
-             "limit_pairs")
-
-
 def check_run_folder(cfg: DictConfig, run_dir: Path, model_config: dict, tokenizer_folder: Path) -> None:
-    """Refuse to continue a run in ``run_dir`` with settings that change its tokenizer or model.
-
-    Checked before anything is written there: the folder keeps its config, tokenizer and checkpoints.
-    """
+    """Refuse to continue a run in ``run_dir`` with settings that change its tokenizer or model."""
     saved = run_dir / "config.yaml"
     if not saved.is_file() or not list(run_dir.glob("checkpoints/*.ckpt")):
         return  # nothing to continue: a new run
     old = OmegaConf.load(saved)
     differ = [f"model.{k}" for k, v in model_config.items() if old.model.get(k) != v]
     differ += [f"data.{k}" for k in DATA_KEYS if old.data.get(k) != cfg.data.get(k)]
-    differ += ["data.source_lang / data.target_lang"] if pair_of(old.data) != pair_of(cfg.data) else []  # older: en→es
+    differ += ["data.source_lang / data.target_lang"] if pair_of(old.data) != pair_of(cfg.data) else []  # old: en→es
     differ += ["seed"] if old.get("seed") != cfg.seed else []
     if not differ and tokenizer_fingerprint(run_dir) != tokenizer_fingerprint(tokenizer_folder):
         differ.append("the tokenizer (tokenizer.json)")
@@ -102,25 +88,16 @@ def check_run_folder(cfg: DictConfig, run_dir: Path, model_config: dict, tokeniz
                             f"its own settings ({saved}), or start a new run folder (hydra.run.dir=...)")
 
 
-def given_checkpoint(cfg: DictConfig) -> str | None:
-    """``ckpt_path=``, checked to load safely (a file that needs unpickling is refused here), or None."""
-    if not cfg.ckpt_path:
-        return None
-    if not Path(cfg.ckpt_path).is_file():
-        raise SettingsError(f"ckpt_path={cfg.ckpt_path} does not exist")
-    try:
-        read_checkpoint(Path(cfg.ckpt_path))
-    except RunLoadError as error:
-        raise SettingsError(f"ckpt_path: {error}") from None
-    return str(cfg.ckpt_path)
-
-
-def check_group_choices(argv: list[str], configs: Path) -> None:
-    """Refuse an option of a config group (a folder of ``configs``) that does not exist (``experiment=nope``),
-    naming the choices, before Hydra composes anything. A sweep's choices (``a,b``) are checked one by one."""
+def check_command_line(argv: list[str], configs: Path) -> None:
+    """Refuse before Hydra writes anything: a missing option of a config group (``experiment=nope``, or one of a
+    sweep's ``a,b``), a key of ours under ``trainer.`` (Hydra would advise ``+trainer.max_time``), a finished run."""
     for arg in argv:
         key, _, value = arg.partition("=")
-        group = configs / key.lstrip("+~")
+        key, group = key.lstrip("+~"), configs / key.lstrip("+~")
+        if key.startswith("trainer.") and key[8:] in OURS:
+            raise SettingsError("bad settings: " + OURS_UNDER_TRAINER.format(key[8:]))
+        if key == "hydra.run.dir":
+            refuse_finished_run(Path(value))
         if arg.startswith("-") or not value or value == "null" or "(" in value or not group.is_dir():
             continue
         choices = sorted(path.stem for path in group.glob("*.yaml"))
@@ -130,17 +107,24 @@ def check_group_choices(argv: list[str], configs: Path) -> None:
                                     f"(choices: {', '.join(choices)})")
 
 
+def refuse_finished_run(run_dir: Path) -> None:
+    """A run folder whose run ended (``final.ckpt``) is never trained into again."""
+    if (run_dir / "checkpoints" / "final.ckpt").exists():
+        raise SettingsError(f"{run_dir} holds a finished run (final.ckpt): translate with it, or train again in a "
+                            f"new folder (hydra.run.dir=...)")
+
+
 def first_rank() -> bool:
     """This process is rank 0 of its run (or the run has one process): the one that speaks for all."""
     return all(os.environ.get(name, "0") == "0" for name in ("LOCAL_RANK", "NODE_RANK", "RANK", "SLURM_PROCID"))
 
 
-def lock_run_folder(run_dir: Path) -> FileLock | None:
-    """Hold ``run_dir`` for this process for the whole run: a second ``train.py`` on the same folder is
-    refused in one line naming the other process. The lock is the operating system's (flock): a
-    killed run's lock goes with it. DDP's other ranks (same run) take none."""
-    if not first_rank():
-        return None
+@contextmanager
+def held_run_folder(run_dir: Path) -> Iterator[None]:
+    """``run_dir`` held for the whole run: one ``train.py`` at a time (flock: a killed run's lock goes with it)."""
+    if not first_rank():  # DDP's other ranks: the same run
+        yield
+        return
     run_dir.mkdir(parents=True, exist_ok=True)
     lock, owner = FileLock(str(run_dir / ".train.lock")), run_dir / ".train.pid"
     try:
@@ -150,13 +134,25 @@ def lock_run_folder(run_dir: Path) -> FileLock | None:
         raise SettingsError(f"{run_dir} is in use by another train.py (process {holder}): wait for it to end, or "
                             f"give this run its own folder (hydra.run.dir=...)") from None
     owner.write_text(str(os.getpid()))
-    return lock
+    try:
+        yield
+    finally:
+        owner.unlink(missing_ok=True)
+        lock.release()
 
 
-def interrupted_run_checkpoint(run_dir: Path) -> str | None:
-    """This run folder's last checkpoint that loads, when an earlier run in it was interrupted."""
-    point = resume_point(run_dir)
-    if point is not None:
+def resume_from(cfg: DictConfig) -> str | None:
+    """Where training starts: ``ckpt_path=`` (refused here unless it loads safely), else the run folder's last
+    interrupted run, else nothing (a new run)."""
+    if cfg.ckpt_path:
+        if not Path(cfg.ckpt_path).is_file():
+            raise SettingsError(f"ckpt_path={cfg.ckpt_path} does not exist")
+        try:
+            read_checkpoint(Path(cfg.ckpt_path))
+        except RunLoadError as error:
+            raise SettingsError(f"ckpt_path: {error}") from None
+        return str(cfg.ckpt_path)
+    if (point := resume_point(Path(cfg.paths.output_dir))) is not None:
         log.info("resuming the interrupted run from %s (its step, optimizer and schedule; the interrupted "
                  "epoch's data order starts over)", point)
     return str(point) if point else None

@@ -12,7 +12,7 @@ reached 30 and 40 (from ``val/minutes``; runs that did not log it: estimated fro
 (validation BLEU against training time) to ``--out`` (default: the first folder given).
 
 A second table, ``time_split.md``: where each run's wall time went (``time_split.json``, written by
-every ``train.py`` run): the share of each phase, tokens/s over the steps and over the wall time, MFU.
+every ``train.py`` run): the share of each phase, tokens/s over the steps and over the wall time.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ COLUMNS = ["variant", "params (M)", "steps", "tokens/s", "best val BLEU", "best 
 
 
 SPLIT_COLUMNS = ["variant", "wall min", "steps", "validation", "views", "checkpoints", "data", "test", "rest",
-                 "tokens/s (steps)", "tokens/s (wall)", "MFU"]
+                 "tokens/s (steps)", "tokens/s (wall)"]
 
 
 def time_split_row(run: Path, variant: str) -> dict[str, object] | None:
@@ -44,7 +44,6 @@ def time_split_row(run: Path, variant: str) -> dict[str, object] | None:
     row |= {phase: f"{100 * share:.1f}%" for phase, share in split["share"].items()}
     row["tokens/s (steps)"] = round(split["tokens_per_s_steps"] or 0)
     row["tokens/s (wall)"] = round(split["tokens_per_s_wall"] or 0)
-    row["MFU"] = f"{100 * split['mfu']:.1f}%" if split.get("mfu") is not None else ""
     return row
 
 

@@ -69,7 +69,7 @@ def run_figures(run: Path, missing: list[str]) -> dict:
     figures = {"wall_s": split.get("wall_s"), "steps": split.get("steps"),
                "share_in_steps": split.get("share", {}).get("steps"), "shares": split.get("share"),
                "tokens_per_s_steps": split.get("tokens_per_s_steps"),
-               "tokens_per_s_wall": split.get("tokens_per_s_wall"), "mfu": split.get("mfu")}
+               "tokens_per_s_wall": split.get("tokens_per_s_wall")}
     figures |= {key: value for key, value in probe.items() if key != "start_step"}
     curve = validation_curve(run)
     bleus = [point["val_bleu"] for point in curve if "val_bleu" in point]
@@ -105,7 +105,7 @@ def report(folder: Path, stages: dict[str, str], minutes: float | None) -> dict:
     result["targets"] = verdicts(result.get("train", {}))
     if (folder / "double_batch").is_dir():
         double = run_figures(folder / "double_batch", missing)
-        result["double_batch"] = {key: double.get(key) for key in ("steps", "tokens_per_s_steps", "mfu",
+        result["double_batch"] = {key: double.get(key) for key in ("steps", "tokens_per_s_steps",
                                                                    "steps_per_s", "peak_memory_gib")}
     result["missing"] = missing
     return result

@@ -9,7 +9,7 @@ import pytest
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("WANDB_SILENT", "true")
 
-from helpers import train_in_process  # noqa: E402
+from helpers import run_train  # noqa: E402
 
 # Tests that need the real corpus, its data built or a trained run: the slow tier.
 SLOW_FIXTURES = {"corpus_path", "data_cache", "full_datamodule", "smoke_run", "slow_run"}
@@ -88,9 +88,11 @@ def full_datamodule(corpus_path, data_cache):
 
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory, corpus_path, data_cache) -> Path:
-    """A finished ``experiment=smoke`` run folder (wandb offline), shared by several tests."""
+    """A finished ``python train.py experiment=smoke`` run folder (wandb offline), shared by several tests; what
+    the command printed (to a pipe, as into a log file) is ``console.txt`` beside it."""
     run_dir = tmp_path_factory.mktemp("runs") / "smoke"
-    train_in_process(run_dir, data_cache, f"data.corpus_path={corpus_path}")
+    result = run_train(run_dir, data_cache, f"data.corpus_path={corpus_path}")
+    (run_dir.parent / "console.txt").write_text(result.stdout + result.stderr)
     return run_dir
 
 

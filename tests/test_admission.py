@@ -77,8 +77,15 @@ def test_a_request_already_late_does_not_block_the_others():
     admission = Admission(margin=MARGIN, max_work=100_000)
     hopeless = Request([1000] * 64, deadline=30.0)  # 640 s of work, taken alone: it will be dropped at 30 s
     admission.admit(hopeless, RATE, now=0.0)
-    admission.admit(Request([10], deadline=30.0), RATE, now=0.0)
-    admission.admit(Request([10] * 3, deadline=30.0), RATE, now=0.0)
+    assert admission.turns[hopeless] == pytest.approx(640.0)  # predicted past its deadline already
+    one, three = Request([10], deadline=30.0), Request([10] * 3, deadline=30.0)
+    admission.admit(one, RATE, now=0.0)  # no Overloaded: pushing it later costs it nothing it still had
+    admission.admit(three, RATE, now=0.0)
+    # Both taken, each with only its share of the late one's work before it: in time, well inside 30 s.
+    assert admission.single == 10 and admission.turns[three] == pytest.approx(0.7)  # (10 + 30 + 30) / 100
+    assert admission.turns[hopeless] == pytest.approx(640.4)  # it alone goes later, by their 0.4 s
+    admission.settle(hopeless)  # dropped at its deadline: its work leaves, the others' stays
+    assert admission.turns == {three: pytest.approx(0.7)} and admission.single == 10
 
 
 def test_work_done_or_dropped_makes_room():

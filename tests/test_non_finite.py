@@ -9,6 +9,7 @@ from helpers import small_datamodule, small_model
 from model.training.schedule import budget_schedule
 from model.training.translation_module import TranslationModule
 from runtime.non_finite import NonFiniteGuard, skip_fused_update
+from runtime.stop_and_clock import StopAndClock
 
 
 @pytest.fixture(scope="module")
@@ -22,14 +23,15 @@ def test_a_non_finite_loss_applies_no_update_and_stops_at_the_next_check(datamod
 
     real, calls = translation_module.label_smoothed_loss, []
 
-    def poisoned(logits, target, smoothing):  # the 3rd training batch's loss is NaN
-        loss, nll, accuracy = real(logits, target, smoothing)
+    def poisoned(*args):  # the 3rd training batch's loss is NaN (CPU and CUDA paths alike)
+        loss, nll, accuracy = real(*args)
         calls.append(1)
         return (loss * float("nan") if len(calls) == 3 else loss), nll, accuracy
 
     monkeypatch.setattr(translation_module, "label_smoothed_loss", poisoned)
+    guard = NonFiniteGuard()
     module = TranslationModule(small_model(datamodule), lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True),
-                               budget_schedule(warmup_steps=3), val_bleu_samples=4, guard=NonFiniteGuard())
+                               budget_schedule(warmup_steps=3), val_bleu_samples=4, guard=guard)
 
     class Weights(L.Callback):
         def on_train_batch_end(self, trainer, pl_module, *args) -> None:
@@ -39,12 +41,13 @@ def test_a_non_finite_loss_applies_no_update_and_stops_at_the_next_check(datamod
                 self.after = [p.detach().clone() for p in pl_module.parameters()]
 
     weights = Weights()
-    trainer = L.Trainer(max_steps=20, limit_val_batches=0, log_every_n_steps=5, logger=False, callbacks=[weights],
+    trainer = L.Trainer(max_steps=20, limit_val_batches=0, log_every_n_steps=5, logger=False,
+                        callbacks=[weights, StopAndClock(guard=guard)],  # it asks the guard at logging steps
                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                         default_root_dir=str(tmp_path))
     with pytest.raises(NonFiniteLossError, match=r"the training loss is nan at step 2$"):
         trainer.fit(module, datamodule=datamodule)
-    assert trainer.global_step == 4  # stopped at the next logging step (the 5th batch), before its update
+    assert trainer.global_step == 5  # stopped at the next logging step (the 5th batch), before any checkpoint
     assert all(torch.equal(a, b) for a, b in zip(weights.before, weights.after))
     assert all(torch.isfinite(p).all() for p in module.parameters())
 

@@ -1,16 +1,12 @@
-"""model/training/trainer_state.py: each private Lightning attribute the project reads or sets, checked against
-what Lightning does with it, so that a new version that changes one fails here first."""
+"""model/training/trainer_state.py: the private Lightning attribute the training glue reads, checked against
+what Lightning does with it, so that a new version that changes it fails here first."""
 
 import csv
-import inspect
-from types import SimpleNamespace
 
 import lightning as L
-import pytest
 import torch
-from lightning.pytorch.loops.training_epoch_loop import _TrainingEpochLoop
 
-from model.training.trainer_state import fitting, is_logging_step, skip_sigterm_broadcast
+from model.training.trainer_state import fitting, is_logging_step
 
 
 class Logs(L.LightningModule):
@@ -45,13 +41,3 @@ def test_is_logging_step_is_true_exactly_where_the_loggers_get_the_metrics(tmp_p
         logged = [int(float(row["at_step"])) for row in csv.DictReader(f) if row.get("at_step")]
     assert module.said == logged == [4, 9, 14, 19]  # every 5th update, across the epochs
     assert all(module.fitting)
-
-
-def test_the_sigterm_broadcast_is_what_lightning_calls_before_a_distributed_step():
-    assert "self._broadcast_sigterm_tensor()" in inspect.getsource(_TrainingEpochLoop.advance)
-    epoch_loop = SimpleNamespace(_broadcast_sigterm_tensor=lambda: pytest.fail("broadcast"))
-    skip_sigterm_broadcast(SimpleNamespace(world_size=2, fit_loop=SimpleNamespace(epoch_loop=epoch_loop)))
-    assert epoch_loop._broadcast_sigterm_tensor() is None
-    alone = SimpleNamespace(_broadcast_sigterm_tensor="untouched")  # one process: nothing is broadcast anyway
-    skip_sigterm_broadcast(SimpleNamespace(world_size=1, fit_loop=SimpleNamespace(epoch_loop=alone)))
-    assert alone._broadcast_sigterm_tensor == "untouched"

@@ -19,7 +19,8 @@ from model.training.metrics import corpus_scores
 from model.training.quality import ScoredEarlyStopping
 from model.training.schedule import budget_schedule, inverse_sqrt_schedule
 from model.training.translation_module import TranslationModule, label_smoothed_loss
-from runtime.budget import TrainingBudget
+import runtime.stop_and_clock as stop_and_clock
+from runtime.stop_and_clock import StopAndClock
 
 
 def test_label_smoothed_loss_equals_torch_cross_entropy():
@@ -52,8 +53,8 @@ class LearningRates(L.Callback):
 
 
 class Clock(L.Callback):
-    """A stand-in for the budget's clock: one second passes per training batch, however loaded the
-    machine is (``time.perf_counter`` of model/training/schedule.py's TimeBudget)."""
+    """A stand-in for the run's clock: one second passes per training batch, however loaded the
+    machine is (``time.perf_counter`` of runtime/stop_and_clock.py)."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -87,9 +88,9 @@ def test_learning_rate_decays_to_zero_when_the_step_budget_is_spent(datamodule):
 @pytest.mark.parametrize("log_every", [1, 4])
 def test_learning_rate_decays_to_zero_when_the_time_budget_is_spent(datamodule, monkeypatch, log_every):
     clock = Clock()  # 1 s per batch: a 10-second budget is 10 steps on any machine
-    monkeypatch.setattr(schedule_module, "time", clock)
-    budget = TrainingBudget(max_time="00:00:00:10")
-    used = fit_with_budget(datamodule, clock, budget, time_budget=budget.clock, max_steps=100_000,
+    monkeypatch.setattr(stop_and_clock, "time", clock)
+    budget = StopAndClock(max_time="00:00:00:10")
+    used = fit_with_budget(datamodule, clock, budget, time_budget=budget.budget, max_steps=100_000,
                            log_every_n_steps=log_every).used
     # The clock is read at logging steps; between them every rank extrapolates at the last pace (here
     # exact: 1 s a step), so step s spends s of the 10 seconds, and training stops after step 10.
@@ -235,22 +236,20 @@ class HostReads(L.Callback):
 
 def test_no_training_step_reads_the_device_outside_logging_steps(datamodule, tmp_path, monkeypatch):
     from model.views.callback import AttentionViews
-    from runtime.checkpoint_io import LastCheckpoint
-    from runtime.interrupt import GracefulStop
+    from model.training.quality import TrainingProgressBar
     from runtime.non_finite import NonFiniteGuard
-    from runtime.progress_bar import TrainingProgressBar
     from runtime.timing import RunClock, TimeSplit
 
-    budget = TrainingBudget(max_time="00:01:00:00")  # the run machinery as train.py attaches it
-    last = LastCheckpoint(every_n_steps=5, every_minutes=60, time_budget=budget.clock)
+    guard = NonFiniteGuard()  # the run machinery as train.py attaches it
+    stop = StopAndClock("00:01:00:00", last_every_n_steps=5, last_every_minutes=60, guard=guard)
     module = TranslationModule(small_model(datamodule), lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True),
                                budget_schedule(warmup_steps=3), SearchConfig(beam_size=2), val_bleu_samples=4,
-                               guard=NonFiniteGuard(), time_budget=budget.clock)
+                               guard=guard, time_budget=stop.budget)
     monkeypatch.setitem(datamodule.hparams, "on_device", True)  # the GPU's path: batches cut on the device
     reads = HostReads(monkeypatch)
     callbacks = [TimeSplit(RunClock()), reads, AttentionViews(sentences=1),
                  TrainingProgressBar(refresh_rate=1),  # refreshes at every step: must not read the device
-                 budget, last, GracefulStop(last)]
+                 stop]
     trainer = L.Trainer(max_steps=14, limit_val_batches=0, log_every_n_steps=5,
                         gradient_clip_val=1.0, logger=L.pytorch.loggers.CSVLogger(tmp_path), callbacks=callbacks,
                         enable_checkpointing=False,  # Lightning's own checkpoint callback: last.ckpt is ours

@@ -1,5 +1,4 @@
-"""Translation scores with sacreBLEU: corpus BLEU and chrF against one or several references, of every rank's
-hypotheses."""
+"""Translation scores with sacreBLEU (corpus BLEU and chrF, one or several references), gathered from every rank."""
 
 from __future__ import annotations
 
@@ -20,19 +19,14 @@ class Scores:
 
 
 def reference_streams(references: list[list[str]]) -> list[list[str]]:
-    """Per-sentence reference lists -> sacreBLEU's per-reference streams, padded with None.
-
-    Sentence i with 3 references and sentence j with 1 give streams [r_i1, r_j1],
-    [r_i2, None], [r_i3, None]; sacreBLEU skips the None entries.
-    """
+    """Per-sentence reference lists -> sacreBLEU's streams: [[a1, a2], [b1]] -> [a1, b1], [a2, None] (None skipped)."""
     most = max((len(refs) for refs in references), default=1)
     return [[refs[k] if k < len(refs) else None for refs in references] for k in range(most)]
 
 
 def corpus_scores(hypotheses: list[str], references: list[list[str]], target_lang: str = "es",
                   lowercase: bool = False) -> Scores:
-    """Corpus-level BLEU (the target language's tokenizer, exp smoothing) and chrF, sacreBLEU's defaults;
-    ``lowercase``: both ignoring case (how text in capitals is scored)."""
+    """Corpus BLEU (the target language's tokenizer) and chrF, sacreBLEU's defaults; ``lowercase``: ignoring case."""
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} reference sets")
     if any(not refs for refs in references):

@@ -1,20 +1,14 @@
-"""What validation shows of quality, beside the module's scores: time to quality and sample translations.
-
-``QualityMarks`` logs ``val/minutes`` (training wall time, continued across a resume) beside
-``val/bleu``, says once when validation BLEU first reaches 30, 40 and 50, keeps those crossings in
-checkpoints and hands them to the test report. ``TranslationSamples`` shows wandb the first
-validation translations in a table. ``ScoredEarlyStopping`` is Lightning's early stopping, counting
-the validations that scored BLEU.
-"""
+"""Callbacks that show a run's progress and quality beside the module's scores (``configs/callbacks/``)."""
 
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from typing import Any
 
 import lightning as L
-from lightning.pytorch.callbacks import EarlyStopping
+from lightning.pytorch.callbacks import EarlyStopping, TQDMProgressBar
 
 from model.training.trainer_state import fitting
 from model.views.callback import wandb_loggers
@@ -24,21 +18,17 @@ MARKS = (30, 40, 50)  # validation BLEU marks whose first crossing is logged
 
 
 def training_minutes(pl_module: L.LightningModule, started: float | None) -> float:
-    """Wall-clock minutes of training so far (validations included): the run's time budget, which continues
-    across a resume, else since ``started``."""
-    budget = getattr(pl_module, "time_budget", None)
-    if budget is not None:
-        return budget.elapsed() / 60
+    """Training wall-clock minutes so far: the run's time budget (continued across a resume), else since ``started``."""
+    if (budget := getattr(pl_module, "time_budget", None)) is not None:
+        return budget.seconds_at(pl_module.global_step) / 60
     return (time.perf_counter() - started) / 60 if started is not None else 0.0
 
 
 class QualityMarks(L.Callback):
-    """When validation BLEU first reached each of ``marks``: ``reached[str(mark)] = [step, minutes]``."""
+    """Logs ``val/minutes``; keeps when validation BLEU first reached each mark: ``reached["30"] = [step, minutes]``."""
 
     def __init__(self, marks: tuple[int, ...] = MARKS) -> None:
-        self.marks = tuple(marks)
-        self.reached: dict[str, list[float]] = {}
-        self._started: float | None = None
+        self.marks, self.reached, self._started = tuple(marks), {}, None  # _started: when this fit began
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         self._started = time.perf_counter()
@@ -82,9 +72,29 @@ class TranslationSamples(L.Callback):
 
 
 class ScoredEarlyStopping(EarlyStopping):
-    """Lightning's ``EarlyStopping``, asked only at the validations that scored BLEU (``module.val_bleu_every``):
-    its ``patience`` counts scored validations, never a repeated score."""
+    """Lightning's ``EarlyStopping``, asked only at validations that scored BLEU: ``patience`` counts those alone."""
 
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         if getattr(pl_module, "bleu_scored", True):
             super().on_validation_end(trainer, pl_module)
+
+
+class TrainingProgressBar(TQDMProgressBar):
+    """``TQDMProgressBar`` plus the module's ``progress_metrics``: numbers read at logging steps (a bar that read logged
+    tensors would wait for the GPU at every refresh). Off where stdout is not a terminal: a line per validation."""
+
+    def __init__(self, refresh_rate: int = 1, terminal: bool | None = None) -> None:
+        super().__init__(refresh_rate=refresh_rate)
+        if not (sys.stdout.isatty() if terminal is None else terminal):
+            self.disable()
+
+    def get_metrics(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict[str, Any]:
+        return {**super().get_metrics(trainer, pl_module), **getattr(pl_module, "progress_metrics", {})}
+
+    def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        super().on_validation_end(trainer, pl_module)
+        if self.is_disabled and fitting(trainer) and trainer.is_global_zero:
+            shown = {**{k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")},
+                     **getattr(pl_module, "progress_metrics", {})}
+            logging.getLogger("train").info("step %d: %s", trainer.global_step,
+                                            ", ".join(f"{k} {v:.3f}" for k, v in sorted(shown.items())))

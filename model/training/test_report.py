@@ -1,12 +1,4 @@
-"""What the test split scored, written into the run folder: the module computes, this callback writes.
-
-``test_metrics.json``: BLEU and chrF with their sacrebleu signatures, the search used, when
-validation BLEU first reached each quality mark, the share of names and numbers the search copies
-(``copied``, per kind, on ``data/copy_cases.py``'s sentences: seconds of work), and the split as people paste
-it (``pasted``: paragraphs, Title Case, ALL CAPS; ``pasted_text.py``), also logged to the loggers;
-``test_translations.tsv``: source, hypothesis and references of every test sentence. Both are written
-whole or not at all, by the first process only.
-"""
+"""What the test split scored, written into the run folder by the first process only, each file whole or not at all."""
 
 from __future__ import annotations
 
@@ -24,8 +16,7 @@ from model.training.quality import QualityMarks
 
 
 def copied(translate: Callable[[list[str]], list[str]], source_lang: str) -> dict[str, float] | None:
-    """The share of the copy check's names and numbers that ``translate`` copies, per kind (None where the
-    source is not English: the check's sentences are)."""
+    """Share of ``data/copy_cases.py``'s names and numbers ``translate`` copies, per kind (None unless from English)."""
     if source_lang != "en":
         return None
     checked = cases()
@@ -42,14 +33,11 @@ class TestReport(L.Callback):
         result = getattr(pl_module, "test_result", None)
         if result is None or not trainer.is_global_zero:
             return
-        rows, scores = result
-        search = pl_module.search_config
-        run_dir = Path(trainer.default_root_dir)
+        (rows, scores), search, run_dir = result, pl_module.search_config, Path(trainer.default_root_dir)
         marks = next((c.reached for c in trainer.callbacks if isinstance(c, QualityMarks)), {})
         limit = trainer.datamodule.hparams.max_sentence_len
         translate = functools.partial(translated_lines, pl_module, max_source_tokens=limit)  # translate.py's way
-        sources, references = pl_module.texts["test"]
-        pasted = pasted_scores(translate, sources, references, pl_module.pair.target)
+        pasted = pasted_scores(translate, *pl_module.texts["test"], pl_module.pair.target)  # sources, references
         for logger in trainer.loggers:  # wandb's summary among them
             logger.log_metrics({"test/paragraph_bleu": pasted["paragraph"]["bleu"],
                                 **{f"test/{kind}_bleu": bleu for kind, bleu in pasted["case_insensitive_bleu"].items()

@@ -1,22 +1,7 @@
-"""The LightningModule: where the model meets training — loss, learning-rate schedule, BLEU.
-
-It wraps a plain ``Seq2SeqTransformer`` and gets everything else explicitly: the optimizer
-and the learning-rate schedule as factories, the search settings as a ``SearchConfig``
-(all built by Hydra from ``configs/module``), and in ``setup`` the tokenizer, sources and
-references of the data module, read once. It computes and logs; callbacks write and show:
-the attention views (``model/views/callback.py``, from ``sentence_views``), time to quality and
-sample translations (``quality.py``), the test report (``test_report.py``).
-
-One optimizer step, read top to bottom: ``training_step`` (the loss) → Lightning's backward →
-``configure_gradient_clipping`` → the update → ``configure_optimizers``' schedule (``schedule.py``).
-On its own the module clips as Lightning does and its schedule's progress is steps over
-``trainer.max_steps``. The run machinery (``runtime/``) hands it two collaborators: a ``guard``
-(``runtime/non_finite.py``: the clipping, and no update from a NaN, decided on the device) and a
-``time_budget`` (``schedule.TimeBudget``: progress in time over ``runtime.max_time``).
-
-A training step never waits for the device: its metrics are summed there and read every
-``log_every_n_steps``. Validation is teacher-forced loss and accuracy every time, greedy BLEU on
-a fixed subset every ``val_bleu_every``-th time.
+"""The LightningModule: where the model meets training (it computes and logs; callbacks write and show). One
+optimizer step, top to bottom: ``training_step`` (the loss) → Lightning's backward → ``configure_gradient_clipping``
+(or the run's ``guard``: no update from a NaN) → the update → ``configure_optimizers``' schedule. A training step
+never waits for the device: its metrics are summed there and read every ``log_every_n_steps``.
 """
 
 from __future__ import annotations
@@ -28,6 +13,7 @@ from typing import Any, Callable, Protocol
 import lightning as L
 import torch
 from torch import Tensor
+from torch.nn.utils import clip_grad_norm_, clip_grad_value_
 
 from data.languages import LanguagePair
 from model.search import SearchConfig, search, sentence_attention
@@ -40,11 +26,8 @@ from model.views import SentenceView, sentence_view
 
 def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float,
                         real: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
-    """Mean label-smoothed cross-entropy; also the plain NLL (for perplexity) and accuracy.
-
-    logits (N, V) and target (N,); ``real`` (N,) bool: average over those rows only (None: all).
-    Same value as ``F.cross_entropy(label_smoothing=ε)``, from one log-softmax so the NLL comes free.
-    """
+    """Mean label-smoothed cross-entropy (as ``F.cross_entropy(label_smoothing=ε)``), plain NLL and accuracy of
+    logits (N, V) against target (N,); ``real`` (N,) bool: average over those rows only (None: all)."""
     log_probs = logits.float().log_softmax(dim=-1)  # (N, V)
     nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (N,)
     uniform = -log_probs.mean(dim=-1)  # cross-entropy with the uniform distribution
@@ -56,9 +39,7 @@ def label_smoothed_loss(logits: Tensor, target: Tensor, smoothing: float,
     return (loss * weight).sum(), (nll * weight).sum(), (correct * weight).sum()
 
 
-class Guard(Protocol):
-    """What the module asks of the run machinery's non-finite guard (``runtime/non_finite.NonFiniteGuard``)."""
-
+class Guard(Protocol):  # what the module asks of the run machinery's runtime/non_finite.NonFiniteGuard
     skipped: Tensor | None  # updates skipped so far, on the device
 
     def update(self, loss: Tensor, step: int) -> None: ...
@@ -69,20 +50,10 @@ class Guard(Protocol):
 class TranslationModule(L.LightningModule):
     """Trains a ``Seq2SeqTransformer`` and scores it with sacreBLEU."""
 
-    def __init__(
-        self,
-        model: Seq2SeqTransformer,
-        optimizer: Callable[..., torch.optim.Optimizer],
-        schedule: Schedule,
-        search: SearchConfig = SearchConfig(),
-        label_smoothing: float = 0.1,
-        val_bleu_samples: int = 500,
-        val_bleu_every: int = 1,
-        model_config: dict | None = None,
-        tokenizer_sha256: str | None = None,
-        guard: Guard | None = None,
-        time_budget: TimeBudget | None = None,
-    ) -> None:
+    def __init__(self, model: Seq2SeqTransformer, optimizer: Callable[..., torch.optim.Optimizer], schedule: Schedule,
+                 search: SearchConfig = SearchConfig(), label_smoothing: float = 0.1, val_bleu_samples: int = 500,
+                 val_bleu_every: int = 1, model_config: dict | None = None, tokenizer_sha256: str | None = None,
+                 guard: Guard | None = None, time_budget: TimeBudget | None = None) -> None:
         super().__init__()
         if problems := module_problems({"val_bleu_every": val_bleu_every, "label_smoothing": label_smoothing,
                                         "val_bleu_samples": val_bleu_samples}):
@@ -93,17 +64,12 @@ class TranslationModule(L.LightningModule):
         self.guard = guard  # runtime/non_finite.NonFiniteGuard, or None: Lightning's own clipping
         self.time_budget = time_budget  # the run machinery's clock, or None: progress in steps
         self.search_config = search  # test: as configured; validation: greedy, same length limits
-        self.tokenizer = None
-        self.pair = LanguagePair()  # the data's, in setup
+        self.tokenizer, self.pair = None, LanguagePair()  # the data's, in setup
         self.texts: dict[str, tuple[list[str], list[list[str]]]] = {}  # split -> (sources, references)
         self.readable_sources: list[tuple[str, list[int]]] = []  # (text, ids): validation sentences to draw
-        # Training metrics, summed on the device between logging steps (see training_step).
-        self._sums: Tensor | None = None
-        self._summed_steps = 0
-        self._window_start: float | None = None  # when the current logging window's steps began
+        self._sums, self._summed_steps, self._window_start = None, 0, None  # summed on the device between logging steps
         self.progress_metrics: dict[str, float] = {}  # what the progress bar shows, read at logging steps
-        self._validations = 0  # validations of this fit so far (val_bleu_every counts them)
-        self.bleu_scored = True  # this validation scores BLEU (early stopping and the samples ask)
+        self._validations, self.bleu_scored = 0, True  # validations of this fit so far; whether this one scores BLEU
         self.validation_rows: list[tuple[str, list[str], str]] = []  # the last scored validation (callbacks show it)
         self.test_result: tuple[list[tuple[str, list[str], str]], Scores] | None = None  # rows, scores
         self._hypotheses: dict[int, str] = {}
@@ -114,15 +80,13 @@ class TranslationModule(L.LightningModule):
             return
         datamodule = self.trainer.datamodule
         self.tokenizer, self.pair = datamodule.tokenizer, getattr(datamodule, "pair", LanguagePair())
-        self.texts = {split: (datamodule.sources(split), datamodule.references(split))
-                      for split in ("validation", "test")}
+        self.texts = {s: (datamodule.sources(s), datamodule.references(s)) for s in ("validation", "test")}
         # Validation sentences of a readable length (5-12 source tokens), in a fixed order; any, if none is.
         pairs = list(zip(self.texts["validation"][0], datamodule.splits["validation"]["src_ids"]))
         self.readable_sources = [(text, ids) for text, ids in pairs if 5 <= len(ids) <= 12] or pairs
 
     # -- training: nothing here reads the device back, except at logging steps ------------
     def _losses(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
-        """Label-smoothed loss, NLL and accuracy of a teacher-forced batch."""
         real = batch["tgt_out"] != self.model.pad_id  # (B, T): where there is a target token
         smoothing = self.hparams.label_smoothing
         if self.device.type == "cpu":  # the vocabulary projection only where there is a target: fewer FLOPs
@@ -137,8 +101,7 @@ class TranslationModule(L.LightningModule):
         loss, nll, accuracy = self._losses(batch)
         if self.guard is not None:
             self.guard.update(loss, self.global_step)
-        pad = self.model.pad_id
-        tokens = torch.stack([(batch["src"] != pad).sum(), (batch["tgt_out"] != pad).sum()])  # (source, target)
+        tokens = torch.stack([(batch[k] != self.model.pad_id).sum() for k in ("src", "tgt_out")])  # (source, target)
         # Summed on the device since the last logging step: (loss, nll, accuracy, tokens).
         values = torch.stack([loss.detach(), nll.detach(), accuracy, tokens.sum().to(loss.dtype)])
         self._sums = values if self._sums is None else self._sums + values
@@ -154,7 +117,6 @@ class TranslationModule(L.LightningModule):
 
     def _log_training_metrics(self) -> None:
         """Means since the last logging step, read from the device in one transfer, to the loggers and the bar."""
-        self.check_finite()
         means = self._sums / self._summed_steps
         skipped = self.guard.skipped.view(1) if self.guard is not None else means.new_zeros(1)
         loss, nll, accuracy, tokens, skipped = torch.cat([means, skipped.to(means.dtype)]).tolist()
@@ -179,16 +141,21 @@ class TranslationModule(L.LightningModule):
 
     def configure_gradient_clipping(self, optimizer: torch.optim.Optimizer, gradient_clip_val: float | None = None,
                                     gradient_clip_algorithm: str | None = None) -> None:
-        """Clip as configured (Lightning's clipping); with a guard, the guard clips and skips the update when the
-        gradient norm is not finite (under fp16 the scaler skips them: Lightning's clipping)."""
-        if self.guard is None or getattr(self.trainer.precision_plugin, "scaler", None) is not None:
-            self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
-        else:
+        """Clip as configured; a guard clips and skips a non-finite update. Under fp16 a fused optimizer's gradients
+        are still scaled here (Lightning refuses to clip them): unscaled first, the scaler skips a non-finite step."""
+        scaler = getattr(self.trainer.precision_plugin, "scaler", None)
+        if scaler is not None and getattr(optimizer, "_step_supports_amp_scaling", False):
+            scaler.unscale_(optimizer)
+        if self.guard is not None:
             self.guard.clip_and_skip(self.parameters(), optimizer, gradient_clip_val, gradient_clip_algorithm)
+        elif scaler is None:
+            self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
+        elif gradient_clip_val:
+            clip = clip_grad_value_ if gradient_clip_algorithm == "value" else clip_grad_norm_
+            clip(self.parameters(), gradient_clip_val)
 
     def configure_optimizers(self) -> dict[str, Any]:
-        optimizer = self.optimizer_factory(self.model.parameters())
-        max_steps = self.trainer.max_steps
+        optimizer, max_steps = self.optimizer_factory(self.model.parameters()), self.trainer.max_steps
         # Called after every update with the next step's number; the progress is read then.
         schedule = torch.optim.lr_scheduler.LambdaLR(
             optimizer, lambda step: self.schedule(step, training_progress(step, max_steps, self.time_budget)))
@@ -251,8 +218,7 @@ class TranslationModule(L.LightningModule):
     # -- what the attention views draw (model/views/callback.py) -------------------------
     @torch.no_grad()
     def sentence_views(self, count: int) -> list[SentenceView]:
-        """The first ``count`` readable validation sentences as the greedy search translates them now,
-        with every attention weight of the ids it produced."""
+        """The first ``count`` readable validation sentences, greedily translated now, with every attention weight."""
         tokenizer, views = self.tokenizer, []
         for text, src_ids in self.readable_sources[:count]:
             src = torch.tensor([src_ids], device=self.device)
@@ -264,15 +230,10 @@ class TranslationModule(L.LightningModule):
 
 
 def module_problems(settings: dict, prefix: str = "") -> list[str]:
-    """What ``TranslationModule`` refuses among its plain ``settings``, one phrase each (the run machinery's
-    settings check asks first, before any work)."""
-    problems = []
-    every, smoothing, samples = (settings.get(k) for k in ("val_bleu_every", "label_smoothing", "val_bleu_samples"))
-    if every is not None and (isinstance(every, bool) or not isinstance(every, int) or every < 1):
-        problems.append(f"{prefix}val_bleu_every={every!r} must be a whole number >= 1")
-    if smoothing is not None and (isinstance(smoothing, bool) or not isinstance(smoothing, (int, float))
-                                  or not 0.0 <= smoothing < 1.0):
-        problems.append(f"{prefix}label_smoothing={smoothing!r} must be in [0, 1)")
-    if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 0):
-        problems.append(f"{prefix}val_bleu_samples={samples!r} must be a whole number >= 0")
-    return problems
+    """What ``TranslationModule`` refuses among its plain ``settings``, one phrase each (asked before any work)."""
+    rules = {"val_bleu_every": (int, lambda v: v >= 1, "must be a whole number >= 1"),
+             "label_smoothing": ((int, float), lambda v: 0.0 <= v < 1.0, "must be in [0, 1)"),
+             "val_bleu_samples": (int, lambda v: v >= 0, "must be a whole number >= 0")}
+    return [f"{prefix}{name}={value!r} {message}" for name, (kinds, ok, message) in rules.items()
+            if (value := settings.get(name)) is not None
+            and (isinstance(value, bool) or not isinstance(value, kinds) or not ok(value))]

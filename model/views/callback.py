@@ -94,8 +94,10 @@ class AttentionViews(L.Callback):
         with self._timed():
             views = [host_copy(view) for view in pl_module.sentence_views(self.sentences)]
             pl_module.log_dict(attention_statistics([view.attention for view in views]), rank_zero_only=True)
-            self._publish(trainer.loggers)
             self.draw(views, Path(trainer.default_root_dir) / "attention", trainer.global_step, self.background)
+            # What is drawn reaches the loggers now (on a CPU, this step's); a background drawing at the next
+            # validation or the end: nothing of the views runs between them, on a training step's path.
+            self._publish(trainer.loggers)
 
     def draw(self, views: list[SentenceView], root: Path, step: int, background: bool = True) -> Future:
         """Start drawing ``views`` as step ``step`` (in the background, or now)."""
@@ -119,11 +121,6 @@ class AttentionViews(L.Callback):
             for key, path in drawn["images"]:
                 log_image(loggers, key, Path(path), step)
             log_html(loggers, "attention/explorer", Path(drawn["explorer"]), step)
-
-    def on_train_batch_end(self, trainer: L.Trainer, pl_module: L.LightningModule, *args) -> None:
-        if self._pending and self._pending[0][0].done():
-            with self._timed():
-                self._publish(trainer.loggers)
 
     def wait(self, loggers: list | None = None) -> None:
         """Every drawing done and handed to ``loggers``; the background process ended. What it has not
