@@ -105,8 +105,8 @@ class StopAndClock(L.Callback):
                               device=trainer.strategy.root_device)
         if self.guard is not None and (bad := self.guard.first_bad_step()) is not None:
             values[2] = torch.where(bad >= 0, -bad, values[2])  # the earliest step is the largest negated one
-        if trainer.world_size > 1:
-            values = trainer.strategy.reduce(values, reduce_op="max")
+        if trainer.world_size > 1:  # torch's own: Lightning's strategy.reduce adds a barrier before it
+            torch.distributed.all_reduce(values, op=torch.distributed.ReduceOp.MAX)
         seconds, signalled, bad_step = values.tolist()
         self.signum = self.signum or (signal.SIGTERM if signalled else None)
         # Until the next reading every rank extrapolates alike: seconds(step) = seconds + (step - this step) * pace.

@@ -18,9 +18,10 @@ from helpers import NO_VIEWS, ROOT, final_step, run_train, train_in_process
 from runtime.settings import SettingsError
 
 
-# SIGTERM with checkpoints written in the background (the GPU's way): the run waits for the write.
-@pytest.mark.parametrize("signum, code, asynchronous", [(signal.SIGINT, 130, False), (signal.SIGTERM, 143, True)])
-def test_a_signal_saves_the_step_and_the_same_command_resumes(tmp_path, data_cache, signum, code, asynchronous):
+# SIGTERM with checkpoints written in the background (the GPU's way): the run waits for the write. (Ctrl-C, the
+# same path with exit 130: tests/test_stop_and_clock.py, in-process.)
+def test_a_signal_saves_the_step_and_the_same_command_resumes(tmp_path, data_cache, signum=signal.SIGTERM, code=143,
+                                                               asynchronous=True):
     run_dir = tmp_path / "signalled"
     last = run_dir / "checkpoints" / "last.ckpt"
     args = ("logger=csv", "test=false", "trainer.max_steps=30", f"runtime.asynchronous_checkpoints={asynchronous}")
@@ -48,8 +49,6 @@ def test_a_signal_saves_the_step_and_the_same_command_resumes(tmp_path, data_cac
     assert last_line == (f"train.py: stopped by {signal.Signals(signum).name} at step {saved_at}; saved {last}: "
                          f"run the same command to resume from it")
     assert "Traceback" not in stderr
-    if not asynchronous:  # resuming is the same whichever signal stopped the run: once is enough
-        return
     result = run_train(run_dir, data_cache, *args)  # the same command: resumes from that step, quietly
     assert "not resumable" not in result.stdout + result.stderr and "resuming the interrupted run" in result.stdout
     assert saved_at < final_step(run_dir) == 30  # it went on from there to the end

@@ -29,16 +29,16 @@ class Clock:
 
 
 class Strategy:
-    """One rank of ``world_size``: ``reduce`` counted (with another rank's values, a step behind), anything else
-    a collective would be fails."""
+    """One rank of two: ``torch.distributed.all_reduce`` counted, with the other rank's values ``other``."""
 
-    def __init__(self, other: list[float] | None = None) -> None:
+    def __init__(self, monkeypatch, other: list[float]) -> None:
         self.root_device, self.other, self.reduces = torch.device("cpu"), other, 0
+        monkeypatch.setattr(torch.distributed, "all_reduce", self.all_reduce)
 
-    def reduce(self, values, reduce_op):
-        assert reduce_op == "max"
+    def all_reduce(self, values, op):
+        assert op == torch.distributed.ReduceOp.MAX
         self.reduces += 1
-        return torch.maximum(values, torch.tensor(self.other, dtype=values.dtype)) if self.other else values
+        values.copy_(torch.maximum(values, torch.tensor(self.other, dtype=values.dtype)))
 
 
 def trainer_at(step: int, every: int = 5, strategy: Strategy | None = None, rank: int = 0) -> SimpleNamespace:
@@ -46,8 +46,8 @@ def trainer_at(step: int, every: int = 5, strategy: Strategy | None = None, rank
     saves = []
     return SimpleNamespace(global_step=step, log_every_n_steps=every, should_stop=False, default_root_dir="run",
                            _logger_connector=SimpleNamespace(should_update_logs=step % every == 0),
-                           world_size=2 if strategy and strategy.other else 1, is_global_zero=rank == 0,
-                           strategy=strategy or Strategy(), saves=saves,
+                           world_size=2 if strategy else 1, is_global_zero=rank == 0,
+                           strategy=strategy or SimpleNamespace(root_device=torch.device("cpu")), saves=saves,
                            save_checkpoint=lambda path, weights_only=None: saves.append((step, str(path))))
 
 
@@ -118,12 +118,12 @@ def test_last_checkpoint_every_n_steps_is_written_once_per_step_also_when_asked_
     assert callback.save(trainer) == Path("run/checkpoints/last.ckpt") and trainer.saves == []  # step 20 is saved
 
 
-def test_under_ddp_one_all_reduce_at_a_logging_step_carries_the_clock_the_signal_and_the_loss(clock):
+def test_under_ddp_one_all_reduce_at_a_logging_step_carries_the_clock_the_signal_and_the_loss(clock, monkeypatch):
     guard = NonFiniteGuard()
     guard.update(torch.tensor(2.0), step=3)  # finite here
     callback = StopAndClock("00:01:00:00", guard=guard)
     callback.started, callback.start_step = clock.now, 0
-    strategy = Strategy(other=[-float("inf"), 0.0, -float("inf")])  # rank 1: no clock (rank 0's), signal or NaN
+    strategy = Strategy(monkeypatch, other=[-float("inf"), 0.0, -float("inf")])  # rank 1: no signal, no NaN
     for step in range(1, 10):
         clock.now += 2.0
         callback.on_train_batch_end(trainer_at(step, strategy=strategy), None)
@@ -172,10 +172,11 @@ def fit_until_signal(tmp_path, module: Steps) -> tuple[TrainingInterrupted, L.Tr
     return stopped.value, trainer
 
 
-def test_sigterm_saves_the_step_and_stops_at_once_without_a_validation(tmp_path):
-    module = Steps(on_step=lambda step: step == 5 and os.kill(os.getpid(), signal.SIGTERM))
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_saves_the_step_and_stops_at_once_without_a_validation(tmp_path, signum):
+    module = Steps(on_step=lambda step: step == 5 and os.kill(os.getpid(), signum))
     stopped, trainer = fit_until_signal(tmp_path, module)
-    assert (stopped.signum, stopped.step, trainer.global_step) == (signal.SIGTERM, 6, 6)  # the step ends, then stop
+    assert (stopped.signum, stopped.step, trainer.global_step) == (signum, 6, 6)  # the step ends, then stop
     assert module.validated == [4, 4]  # the validation at step 4 only: none after the signal
     assert torch.load(stopped.checkpoint, weights_only=True)["global_step"] == 6
 

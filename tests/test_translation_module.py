@@ -100,10 +100,14 @@ def test_learning_rate_decays_to_zero_when_the_time_budget_is_spent(datamodule, 
     assert budget.stop_step == 10
 
 
-@pytest.mark.parametrize("machinery", [False, True])
-def test_gradients_are_clipped_alone_and_in_bf16_with_a_fused_optimizer_by_the_guard(datamodule, machinery):
-    # Alone, the module clips as Lightning does (fp32). With the run machinery's guard, bf16 autocast and a
-    # fused AdamW: no loss scaler, so clipping is right (Lightning's bf16 plugin refuses it with a fused optimizer).
+@pytest.mark.parametrize("machinery, precision", [(False, "32-true"), (True, "bf16-mixed"), (True, "16-mixed")])
+def test_gradients_are_clipped_alone_and_under_autocast_with_a_fused_optimizer(datamodule, machinery, precision):
+    # Alone, the module clips as Lightning does (fp32). Under bf16 autocast there is no loss scaler: the gradients
+    # are true and the guard clips them (Lightning's plugin refuses to, with a fused AdamW). Under fp16 the scaler
+    # leaves a fused AdamW's gradients scaled (it unscales in its step): the module unscales them before the guard
+    # clips. Lightning runs fp16 on a GPU only, so here its fp16 plugin is given a CPU autocast and scaler.
+    from lightning.pytorch.plugins.precision import MixedPrecision
+
     from runtime.non_finite import NonFiniteGuard
 
     norms = []
@@ -119,15 +123,17 @@ def test_gradients_are_clipped_alone_and_in_bf16_with_a_fused_optimizer_by_the_g
 
             trainer.optimizers[0].register_step_post_hook(record)
 
-    module = TranslationModule(small_model(datamodule),
-                               lambda params: torch.optim.AdamW(params, lr=1e-2, fused=machinery),
+    module = TranslationModule(small_model(datamodule), lambda params: torch.optim.AdamW(params, lr=1e-2, fused=machinery),
                                budget_schedule(2), guard=NonFiniteGuard() if machinery else None)
-    trainer = L.Trainer(max_steps=3, precision="bf16-mixed" if machinery else "32-true", gradient_clip_val=0.01,
-                        limit_val_batches=0,
-                        logger=False, enable_checkpointing=False, callbacks=[Recorder()], enable_progress_bar=False,
+    before = [p.detach().clone() for p in module.parameters()]
+    fp16 = MixedPrecision("16-mixed", "cpu", scaler=torch.amp.GradScaler("cpu"))  # what 16-mixed is on a GPU
+    trainer = L.Trainer(max_steps=3, gradient_clip_val=0.01, limit_val_batches=0, logger=False,
+                        **({"plugins": [fp16]} if precision == "16-mixed" else {"precision": precision}),
+                        enable_checkpointing=False, callbacks=[Recorder()], enable_progress_bar=False,
                         enable_model_summary=False)
     trainer.fit(module, datamodule=datamodule)
-    assert len(norms) == 3 and all(n <= 0.01 * 1.001 for n in norms)  # clipped before every update
+    assert len(norms) == 3 and all(n <= 0.01 * 1.001 for n in norms), norms  # true gradients, clipped every update
+    assert any(not torch.equal(a, b) for a, b in zip(before, module.parameters()))  # and the weights moved
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ from typing import Any, Callable, Protocol
 import lightning as L
 import torch
 from torch import Tensor
-from torch.nn.utils import clip_grad_norm_, clip_grad_value_
 
 from data.languages import LanguagePair
 from model.search import SearchConfig, search, sentence_attention
@@ -141,18 +140,15 @@ class TranslationModule(L.LightningModule):
 
     def configure_gradient_clipping(self, optimizer: torch.optim.Optimizer, gradient_clip_val: float | None = None,
                                     gradient_clip_algorithm: str | None = None) -> None:
-        """Clip as configured; a guard clips and skips a non-finite update. Under fp16 a fused optimizer's gradients
-        are still scaled here (Lightning refuses to clip them): unscaled first, the scaler skips a non-finite step."""
+        """Lightning's clipping; with the run machinery's guard, the guard clips and skips a non-finite update (under
+        autocast Lightning refuses to clip for a fused optimizer). Under fp16 a fused optimizer's gradients are still
+        scaled here (it unscales in its step): unscaled first; the scaler's step then skips a non-finite update."""
         scaler = getattr(self.trainer.precision_plugin, "scaler", None)
         if scaler is not None and getattr(optimizer, "_step_supports_amp_scaling", False):
             scaler.unscale_(optimizer)
-        if self.guard is not None:
-            self.guard.clip_and_skip(self.parameters(), optimizer, gradient_clip_val, gradient_clip_algorithm)
-        elif scaler is None:
-            self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
-        elif gradient_clip_val:
-            clip = clip_grad_value_ if gradient_clip_algorithm == "value" else clip_grad_norm_
-            clip(self.parameters(), gradient_clip_val)
+        if self.guard is None:
+            return self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
+        self.guard.clip_and_skip(self.parameters(), optimizer, gradient_clip_val, gradient_clip_algorithm)
 
     def configure_optimizers(self) -> dict[str, Any]:
         optimizer, max_steps = self.optimizer_factory(self.model.parameters()), self.trainer.max_steps
