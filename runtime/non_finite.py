@@ -7,8 +7,6 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from model.training.metrics import distributed
-
 
 class NonFiniteLossError(FloatingPointError):
     """The training loss became NaN or inf: going on would only write broken weights."""
@@ -21,6 +19,7 @@ class NonFiniteGuard:
         self.first_bad: torch.Tensor | None = None  # (step, loss) of this rank's first bad loss; step -1: none yet
         self.skipped: torch.Tensor | None = None  # updates skipped so far (a non-finite loss or gradient)
         self._loss_bad: torch.Tensor | None = None  # this step's loss is not finite
+        self.distributed = False  # several ranks train together (the stop-and-clock callback says, as fit starts)
 
     def update(self, loss: torch.Tensor, step: int) -> None:
         """After the forward pass of step ``step``: nothing here waits for the device."""
@@ -48,7 +47,7 @@ class NonFiniteGuard:
         """A non-finite gradient norm or loss makes a fused optimizer skip this update. Under DDP the gradients are
         averaged before the norm, so one rank's bad loss makes every rank's norm non-finite: all skip alike."""
         bad = ~torch.isfinite(gradient_norm)
-        if self._loss_bad is not None and not distributed():
+        if self._loss_bad is not None and not self.distributed:
             bad = bad | self._loss_bad
         if self.skipped is not None:
             self.skipped += bad
@@ -69,7 +68,7 @@ class NonFiniteGuard:
         """``raise_if_bad`` for every rank's losses so far (reads the device; under DDP a collective, on every rank)."""
         if self.first_bad is not None:
             step = torch.where(self.first_bad[0] < 0, float("inf"), self.first_bad[0])
-            if distributed():  # the earliest bad step of any rank: every rank raises together
+            if self.distributed:  # the earliest bad step of any rank: every rank raises together
                 dist.all_reduce(step, op=dist.ReduceOp.MIN)
             self.raise_if_bad(step.item())
 

@@ -77,6 +77,8 @@ class StopAndClock(L.Callback):
         self.start_step, self.started = trainer.global_step, time.perf_counter()
         self.saved_seconds = self.seconds_before
         self.budget.read(trainer.global_step, self.seconds_before, None)
+        if self.guard is not None:
+            self.guard.distributed = trainer.world_size > 1
         # Lightning's handlers are in place now (restored when fit ends); a SIGTERM they caught since is ours.
         self.signum = signal.SIGTERM if take_lightning_sigterm(trainer) else self.signum
         for signum in (signal.SIGINT, signal.SIGTERM):

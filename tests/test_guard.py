@@ -111,10 +111,15 @@ def resident_kib(pid: int) -> int:
 def test_a_request_over_the_work_budget_is_refused_at_once(server):
     port, _ = server
     start = time.monotonic()
+    assert post(port, {"lines": ["I like cats."]}, timeout=60)["translations"][0]
+    short = time.monotonic() - start  # one short translation, on this machine now
+    start = time.monotonic()
     status, _, body = call(port, "POST", "/translate", HEAVY)
+    refused = time.monotonic() - start
     error = json.loads(body)["error"]
-    assert status == 413 and time.monotonic() - start < 2 and "serve.max_work=8192" in error and "\n" not in error
-    assert post(port, {"lines": ["I like cats."]}, timeout=5)["translations"][0]  # nothing else was held up
+    # At once: in the time of a few short translations (2 s on an idle machine), not of the work it asks for.
+    assert status == 413 and refused < max(2.0, 10 * short) and "serve.max_work=8192" in error and "\n" not in error
+    assert post(port, {"lines": ["I like cats."]}, timeout=max(5.0, 10 * short))["translations"][0]  # none held up
 
 
 # A lone surrogate (UTF-8 cannot encode it) becomes U+FFFD, a control character a space (data/lines.py, clean_text).

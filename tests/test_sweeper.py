@@ -10,7 +10,7 @@ from hydra import compose, initialize_config_dir
 from hydra_plugins.hydra_optuna_sweeper._impl import create_params_from_overrides
 from omegaconf import OmegaConf
 
-from helpers import ROOT
+from helpers import NO_VIEWS, ROOT
 from train import SettingsError, objective
 
 SEARCH = ["hparams_search=recipe"]
@@ -62,7 +62,10 @@ def run_search(sweep_dir, data_cache, corpus_path, n_trials: int) -> subprocess.
     """A smoke-sized search: tiny budgets, the recipe's search space, no enqueued default."""
     command = [sys.executable, str(ROOT / "train.py"), *SEARCH, "experiment=smoke", "logger=csv",
                f"hydra.sweep.dir={sweep_dir}", f"hydra.sweeper.n_trials={n_trials}", "hydra.sweeper.enqueue=[]",
-               "trainer.max_steps=4", f"data.cache_dir={data_cache}", f"data.corpus_path={corpus_path}"]
+               "trainer.max_steps=4", f"data.cache_dir={data_cache}", f"data.corpus_path={corpus_path}", NO_VIEWS,
+               # The smoke run's shape and vocabulary (its data cache, no BPE per trial); the rest of the space searched.
+               "data.vocab_size=choice(500)", "data.max_tokens=choice(1024)", "model.d_model=choice(32)",
+               "model.d_ff=choice(64)", "model.num_encoder_layers=choice(1)", "model.num_decoder_layers=choice(1)"]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result
