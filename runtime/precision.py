@@ -32,11 +32,13 @@ def choose_precision(gpu: bool, margin: float = 1.2) -> str:
     """Lightning's ``precision`` on a GPU (``gpu_precision``) or the CPU (bf16 must beat fp32 by ``margin``), logged."""
     if gpu:
         choice = gpu_precision()
-        log.info("precision auto: %s (GPU %s)", choice, torch.cuda.get_device_name() if torch.cuda.is_available() else "?")
+        log.info("precision auto: %s (GPU %s)", choice,
+                 torch.cuda.get_device_name() if torch.cuda.is_available() else "?")
         return choice
     fp32, bf16 = matmul_gflops(torch.float32), matmul_gflops(torch.bfloat16)
     choice = "bf16-mixed" if bf16 >= margin * fp32 else "32-true"  # autocast's casts: a small win would not pay
-    log.info("precision auto: %s (CPU matmul at the model's shapes: bf16 %.0f vs fp32 %.0f GFLOP/s)", choice, bf16, fp32)
+    log.info("precision auto: %s (CPU matmul at the model's shapes: bf16 %.0f vs fp32 %.0f GFLOP/s)",
+             choice, bf16, fp32)
     return choice
 
 

@@ -99,7 +99,8 @@ def test_one_slow_window_does_not_stop_training_early(clock):
 def test_timed_checkpoints_and_a_resumed_clock_without_a_spurious_save(clock):
     callback = StopAndClock(last_every_minutes=0.5)  # last.ckpt every 30 s of training, no time limit
     seen = run(callback, clock, lambda step: 4.0, 40)
-    assert [saves for _, _, saves in seen if saves] == [[(step, "run/checkpoints/last.ckpt")] for step in (10, 20, 30, 40)]
+    saved = [saves for _, _, saves in seen if saves]
+    assert saved == [[(step, "run/checkpoints/last.ckpt")] for step in (10, 20, 30, 40)]
     assert training_progress(40, 100, callback.budget) == 0.4 and training_progress(40, budget=callback.budget) is None
     resumed = StopAndClock("00:00:05:00", last_every_minutes=0.5)
     resumed.load_state_dict(callback.state_dict())  # a resumed run goes on from 160 s of its 300

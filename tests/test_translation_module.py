@@ -123,7 +123,8 @@ def test_gradients_are_clipped_alone_and_under_autocast_with_a_fused_optimizer(d
 
             trainer.optimizers[0].register_step_post_hook(record)
 
-    module = TranslationModule(small_model(datamodule), lambda params: torch.optim.AdamW(params, lr=1e-2, fused=machinery),
+    module = TranslationModule(small_model(datamodule),
+                               lambda params: torch.optim.AdamW(params, lr=1e-2, fused=machinery),
                                budget_schedule(2), guard=NonFiniteGuard() if machinery else None)
     before = [p.detach().clone() for p in module.parameters()]
     fp16 = MixedPrecision("16-mixed", "cpu", scaler=torch.amp.GradScaler("cpu"))  # what 16-mixed is on a GPU
