@@ -26,6 +26,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, open_dict
 
 from data.atomic_file import write_text_atomically
+from model.training.trainer_state import without_anonymous
 from model.views.callback import wandb_loggers
 from runtime.machine import decide_machine, settle_settings
 from runtime.non_finite import NonFiniteGuard, NonFiniteLossError
@@ -57,7 +58,7 @@ class Run:
         """The configured loggers; wandb's without Lightning's ``anonymous=None`` (wandb >= 0.22 deprecates it)."""
         loggers = [instantiate(c) for c in self.cfg.logger.values() if c is not None] if self.cfg.get("logger") else []
         for logger in wandb_loggers(loggers):
-            logger._wandb_init.pop("anonymous", None)  # Lightning's private: under tests/test_train.py
+            without_anonymous(logger)
         return loggers
 
     def trainer_parts(self, callbacks: list[L.Callback]) -> dict:

@@ -22,7 +22,7 @@ from lightning.pytorch.plugins.io import AsyncCheckpointIO
 from data.atomic_file import atomic_file, os_cause
 from model.inference.run_folder import RunLoadError, read_checkpoint
 from model.training.schedule import TimeBudget
-from model.training.trainer_state import is_logging_step
+from model.training.trainer_state import is_logging_step, take_lightning_sigterm
 from runtime.non_finite import NonFiniteGuard
 from runtime.timing import RunClock
 
@@ -134,16 +134,6 @@ class StopAndClock(L.Callback):
 
     def load_state_dict(self, state_dict: dict) -> None:
         self.seconds_before = float(state_dict.get("seconds", 0.0))
-
-
-# Lightning's SIGTERM machinery, private: each line under tests/test_stop_and_clock.py, which fails when it changes.
-def take_lightning_sigterm(trainer: L.Trainer) -> bool:
-    """Whether Lightning's handler caught a SIGTERM (cleared: it would end the epoch, exit 0); its DDP broadcast off."""
-    connector, epoch_loop = trainer._signal_connector, trainer.fit_loop.epoch_loop
-    if trainer.world_size > 1 and hasattr(epoch_loop, "_broadcast_sigterm_tensor"):
-        epoch_loop._broadcast_sigterm_tensor = lambda: None
-    caught, connector.received_sigterm = connector.received_sigterm, False
-    return caught
 
 
 class CheckpointWriteError(OSError):

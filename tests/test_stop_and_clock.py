@@ -1,8 +1,6 @@
 """runtime/stop_and_clock.py: the time limit, timed and signalled ``last.ckpt`` and the schedule's clock, decided
-at logging steps (a stand-in trainer and clock: the same on any machine); then signals in real Lightning fits, and
-the private Lightning attributes it touches, each checked against what Lightning does with them."""
+at logging steps (a stand-in trainer and clock: the same on any machine); then signals in real Lightning fits."""
 
-import inspect
 import os
 import signal
 from pathlib import Path
@@ -11,13 +9,11 @@ from types import SimpleNamespace
 import lightning as L
 import pytest
 import torch
-from lightning.pytorch.loops.fit_loop import _FitLoop
-from lightning.pytorch.loops.training_epoch_loop import _TrainingEpochLoop
 
 import runtime.stop_and_clock as stop_and_clock
 from model.training.schedule import training_progress
 from runtime.non_finite import NonFiniteGuard, NonFiniteLossError
-from runtime.stop_and_clock import StopAndClock, TrainingInterrupted, max_time_seconds, take_lightning_sigterm
+from runtime.stop_and_clock import StopAndClock, TrainingInterrupted, max_time_seconds
 
 
 class Clock:
@@ -189,20 +185,3 @@ def test_a_sigterm_before_training_starts_is_ours_too_not_lightnings_quiet_exit(
     stopped, trainer = fit_until_signal(tmp_path, module)
     assert (stopped.signum, stopped.step) == (signal.SIGTERM, 1) and trainer.global_step == 1
     assert Path(stopped.checkpoint).is_file() and not trainer.received_sigterm
-
-
-def test_the_lightning_sigterm_attributes_mean_what_take_lightning_sigterm_assumes():
-    # The flag behind trainer.received_sigterm, which the fit loop turns into its exit at an epoch's end ...
-    assert "self._signal_connector.received_sigterm" in inspect.getsource(L.Trainer.received_sigterm.fget)
-    assert "raise SIGTERMException" in inspect.getsource(_FitLoop.on_advance_end)
-    # ... and the broadcast Lightning (>= 2.6) calls before every distributed step.
-    assert "self._broadcast_sigterm_tensor()" in inspect.getsource(_TrainingEpochLoop.advance)
-    epoch_loop = SimpleNamespace(_broadcast_sigterm_tensor=lambda: pytest.fail("broadcast"))
-    trainer = SimpleNamespace(world_size=2, fit_loop=SimpleNamespace(epoch_loop=epoch_loop),
-                              _signal_connector=SimpleNamespace(received_sigterm=True))
-    assert take_lightning_sigterm(trainer) is True and trainer._signal_connector.received_sigterm is False
-    assert epoch_loop._broadcast_sigterm_tensor() is None
-    alone = SimpleNamespace(_broadcast_sigterm_tensor="untouched")  # one process: nothing is broadcast anyway
-    trainer = SimpleNamespace(world_size=1, fit_loop=SimpleNamespace(epoch_loop=alone),
-                              _signal_connector=SimpleNamespace(received_sigterm=False))
-    assert take_lightning_sigterm(trainer) is False and alone._broadcast_sigterm_tensor == "untouched"

@@ -1,12 +1,18 @@
-"""model/training/trainer_state.py: the private Lightning attribute the training glue reads, checked against
-what Lightning does with it, so that a new version that changes it fails here first."""
+"""model/training/trainer_state.py: each private Lightning attribute the project reads or sets, checked against
+what Lightning does with it, so that a new version that changes one fails here first."""
 
 import csv
+import inspect
+from types import SimpleNamespace
 
 import lightning as L
+import pytest
 import torch
+from lightning.pytorch.loggers import WandbLogger
+from lightning.pytorch.loops.fit_loop import _FitLoop
+from lightning.pytorch.loops.training_epoch_loop import _TrainingEpochLoop
 
-from model.training.trainer_state import fitting, is_logging_step
+from model.training.trainer_state import fitting, is_logging_step, take_lightning_sigterm, without_anonymous
 
 
 class Logs(L.LightningModule):
@@ -41,3 +47,27 @@ def test_is_logging_step_is_true_exactly_where_the_loggers_get_the_metrics(tmp_p
         logged = [int(float(row["at_step"])) for row in csv.DictReader(f) if row.get("at_step")]
     assert module.said == logged == [4, 9, 14, 19]  # every 5th update, across the epochs
     assert all(module.fitting)
+
+
+def test_the_lightning_sigterm_attributes_mean_what_take_lightning_sigterm_assumes():
+    # The flag behind trainer.received_sigterm, which the fit loop turns into its exit at an epoch's end ...
+    assert "self._signal_connector.received_sigterm" in inspect.getsource(L.Trainer.received_sigterm.fget)
+    assert "raise SIGTERMException" in inspect.getsource(_FitLoop.on_advance_end)
+    # ... and the broadcast Lightning (>= 2.6) calls before every distributed step.
+    assert "self._broadcast_sigterm_tensor()" in inspect.getsource(_TrainingEpochLoop.advance)
+    epoch_loop = SimpleNamespace(_broadcast_sigterm_tensor=lambda: pytest.fail("broadcast"))
+    trainer = SimpleNamespace(world_size=2, fit_loop=SimpleNamespace(epoch_loop=epoch_loop),
+                              _signal_connector=SimpleNamespace(received_sigterm=True))
+    assert take_lightning_sigterm(trainer) is True and trainer._signal_connector.received_sigterm is False
+    assert epoch_loop._broadcast_sigterm_tensor() is None
+    alone = SimpleNamespace(_broadcast_sigterm_tensor="untouched")  # one process: nothing is broadcast anyway
+    trainer = SimpleNamespace(world_size=1, fit_loop=SimpleNamespace(epoch_loop=alone),
+                              _signal_connector=SimpleNamespace(received_sigterm=False))
+    assert take_lightning_sigterm(trainer) is False and alone._broadcast_sigterm_tensor == "untouched"
+
+
+def test_the_wandb_logger_passes_anonymous_none_and_without_anonymous_drops_it(tmp_path):
+    logger = WandbLogger(save_dir=str(tmp_path), offline=True)  # nothing starts before .experiment is read
+    assert "anonymous" in logger._wandb_init and logger._wandb_init["anonymous"] is None
+    without_anonymous(logger)
+    assert "anonymous" not in logger._wandb_init and logger._wandb_init["dir"] == str(tmp_path)
