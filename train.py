@@ -37,12 +37,13 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 import runtime
+from config_checks import check_command_line, check_config
 from data.corpus import CorpusError, CorpusNotFoundError
 from data.datamodule import DataCacheError
 from data.tokenizer import tokenizer_fingerprint
 from runtime.machine import with_recipe
 from runtime.non_finite import NonFiniteLossError
-from runtime.settings import SettingsError, check_command_line, first_rank
+from runtime.settings import SettingsError, first_rank
 from runtime.stop_and_clock import CheckpointWriteError, TrainingInterrupted
 
 log = logging.getLogger("train")
@@ -55,7 +56,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
     ``cfg.test``, test). Tests call this directly; ``main`` is the command-line wrapper. Bad settings
     raise ``SettingsError`` before anything is built (``runtime.attach``).
     """
-    with runtime.attach(cfg) as run:
+    with runtime.attach(cfg, check_config) as run:
         L.seed_everything(cfg.seed, workers=True, verbose=False)
         datamodule = instantiate(cfg.data)
         with run.clock.phase("data"):

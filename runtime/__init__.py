@@ -1,13 +1,11 @@
 """The run machinery behind one door: what makes a training run safe to stop and cheap to watch on any machine.
 
-    with runtime.attach(cfg) as run:   # the machine decided, the settings checked, the run folder held
-        ...                            # data (timed: run.clock.phase("data")), model, module(**run.module_parts)
-        trainer = instantiate(cfg.trainer, **run.trainer_parts(callbacks))
+    with runtime.attach(cfg, check_config) as run:   # the machine decided, the settings checked, the folder held
+        trainer = instantiate(cfg.trainer, **run.trainer_parts(callbacks))   # run.clock, run.module_parts too
         run.fit(trainer, module, datamodule)   # resumes, stops on a signal, writes final.ckpt
     # on the way out: where the time went (time_split.json), the run folder let go
 
-Inside: machine and precision, settings and run folder, stopping and checkpoints (``stop_and_clock.py``), the
-non-finite guard, the time split (``timing.py``); their settings are the ``runtime`` config group.
+Inside: machine and precision, the run folder, stops and checkpoints, the non-finite guard, the time split.
 """
 
 import json
@@ -15,7 +13,7 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -30,9 +28,9 @@ from model.training.trainer_state import without_anonymous
 from model.views.callback import wandb_loggers
 from runtime.machine import decide_machine, settle_settings
 from runtime.non_finite import NonFiniteGuard, NonFiniteLossError
-from runtime.settings import check_config, check_run_folder, held_run_folder, refuse_finished_run, resume_from
+from runtime.settings import check_run_folder, held_run_folder, refuse_finished_run, resume_from
 from runtime.stop_and_clock import StopAndClock, checkpoint_writer, resume_point
-from runtime.timing import RunClock, TimeSplit
+from runtime.timing import RunClock, TimeSplit, split_line
 
 log = logging.getLogger("train")
 
@@ -89,18 +87,18 @@ class Run:
         if self.trainer is None or not self.trainer.is_global_zero:
             return
         report = self.time_split.report()
-        log.info(report.line())
+        log.info(split_line(report))
         try:
-            write_text_atomically(self.run_dir / "time_split.json", json.dumps(report.as_dict(), indent=2))
+            write_text_atomically(self.run_dir / "time_split.json", json.dumps(report, indent=2))
         except OSError as error:  # a full disk: the line above says it all, and the run's own error goes on
             log.warning("time split not written to %s: %s", self.run_dir, error.strerror or error)
         for logger in wandb_loggers(self.trainer.loggers):
-            logger.experiment.summary.update({"time_split": report.as_dict()})
+            logger.experiment.summary.update({"time_split": report})
 
 
 @contextmanager
-def attach(cfg: DictConfig) -> Iterator[Run]:
-    """The machine decided (into ``cfg``'s ``auto`` settings), the settings checked, the run folder held; on the way
+def attach(cfg: DictConfig, check_config: Callable[[DictConfig], None]) -> Iterator[Run]:
+    """The machine decided (into ``cfg``'s ``auto`` settings), then ``check_config``, the run folder held; on the way
     out (also when the run fails) the time split reported, the wandb run closed, the folder let go."""
     refuse_finished_run(Path(cfg.paths.output_dir))
     quiet_libraries(cfg)
@@ -109,9 +107,9 @@ def attach(cfg: DictConfig) -> Iterator[Run]:
     log.info(machine.line())
     settle_settings(cfg, machine)
     check_config(cfg)
-    ckpt_path = resume_from(cfg)  # before the run folder is made: a given checkpoint must load safely
+    ckpt_path = resume_from(cfg)  # ckpt_path=, else this folder's interrupted run
     with held_run_folder(Path(cfg.paths.output_dir)):
-        run = Run(cfg, ckpt_path, machine.device_type)
+        run = Run(cfg, ckpt_path, "cuda" if machine.gpu else "cpu")
         if hydra and hydra.mode == RunMode.MULTIRUN and "wandb" in (cfg.get("logger") or {}):
             with open_dict(cfg):
                 cfg.logger.wandb.group = str(hydra.sweep.dir)  # a sweep's runs overlay in one group

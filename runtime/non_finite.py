@@ -1,6 +1,5 @@
 """No update from a NaN or inf loss or gradient, decided on the device: reading the loss back would wait for the step.
-A fused optimizer skips via ``found_inf``; a bad loss stops the run at the next check (updates until then: unsaved).
-"""
+A fused optimizer skips via ``found_inf``; a bad loss stops the run at the next check (updates until then: unsaved)."""
 
 from __future__ import annotations
 
@@ -44,18 +43,15 @@ class NonFiniteGuard:
         self.skip_update(norm, optimizer)
 
     def skip_update(self, gradient_norm: torch.Tensor, optimizer: torch.optim.Optimizer) -> None:
-        """A non-finite gradient norm or loss makes a fused optimizer skip this update. Under DDP the gradients are
-        averaged before the norm, so one rank's bad loss makes every rank's norm non-finite: all skip alike."""
+        """A non-finite gradient norm or loss makes a fused optimizer skip this update (no other reads ``found_inf``).
+        DDP averages gradients before the norm: one rank's bad loss makes every rank's norm non-finite; all skip."""
         bad = ~torch.isfinite(gradient_norm)
         if self._loss_bad is not None and not self.distributed:
             bad = bad | self._loss_bad
         if self.skipped is not None:
             self.skipped += bad
-        skip_fused_update(optimizer, bad)
-
-    def first_bad_step(self) -> torch.Tensor | None:
-        """This rank's first step with a non-finite loss (-1: none yet), on the device; None before any step."""
-        return None if self.first_bad is None else self.first_bad[0]
+        if optimizer.defaults.get("fused"):  # its step reads found_inf as a scaler sets it (undocumented: tested)
+            optimizer.found_inf = bad.float()
 
     def raise_if_bad(self, earliest: float) -> None:
         """Raise ``NonFiniteLossError`` if ``earliest``, the first bad step of any rank (inf: none), is a step."""
@@ -72,8 +68,3 @@ class NonFiniteGuard:
                 dist.all_reduce(step, op=dist.ReduceOp.MIN)
             self.raise_if_bad(step.item())
 
-
-def skip_fused_update(optimizer: torch.optim.Optimizer, skip: torch.Tensor) -> None:
-    """Make a fused optimizer's next step skip its update where ``skip`` (0-d bool, on the device) is true."""
-    if optimizer.defaults.get("fused"):  # its step reads found_inf as a scaler sets it (undocumented: tested)
-        optimizer.found_inf = skip.float()

@@ -1,6 +1,5 @@
-"""A run's settings, checked before anything is built or written, and its run folder: what a continued run must
-keep (tokenizer, model shape, seed), a finished run kept whole, one ``train.py`` at a time. Each component says
-what it refuses (``shape_problems``, ``data_problems``, ...): one rule, one place; gathered here into one line."""
+"""A run's folder and the machinery's own settings (``runtime_problems``): what a continued run must keep (tokenizer,
+model shape, seed), a finished run kept whole, one ``train.py`` at a time, where a run resumes."""
 
 import logging
 import os
@@ -11,20 +10,12 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 from omegaconf import DictConfig, OmegaConf
 
-from data.datamodule import data_problems
 from data.languages import pair_of
 from data.tokenizer import tokenizer_fingerprint
-from model.inference.run_folder import RunLoadError, read_checkpoint
-from model.search import SearchConfig
-from model.training.schedule import schedule_problems
-from model.training.translation_module import module_problems
-from model.transformer import shape_problems
 from runtime.stop_and_clock import max_time_seconds, resume_point
 
 log = logging.getLogger("train")
 
-OURS = ("max_time", "precision")  # the run machinery's keys, which Lightning's Trainer also has
-OURS_UNDER_TRAINER = "trainer.{0} is not Lightning's here: set runtime.{0}"
 PRECISIONS = ("auto", "bf16-mixed", "16-mixed", "32-true", "bf16-true", "16-true", "64-true")  # and Lightning's aliases
 ALIASES = ("bf16", "16", "32", "64", 16, 32, 64)
 # Settings that decide the splits and the BPE vocabulary: a run folder keeps its own.
@@ -34,22 +25,6 @@ DATA_KEYS = ("corpus_path", "hub_path", "hub_name", "val_fraction", "test_fracti
 
 class SettingsError(ValueError):
     """Settings that cannot work, found before anything is built or written: one line."""
-
-
-def check_config(cfg: DictConfig) -> None:
-    """Refuse in one line settings that would fail after the data cache is built or mid-epoch."""
-    model, data, module = cfg.model, cfg.data, cfg.module
-    problems = (shape_problems(model, "model.") + data_problems(data, "data.") + module_problems(module, "module.")
-                + schedule_problems(module.schedule, "module.schedule.") + runtime_problems(cfg.runtime, "runtime."))
-    try:
-        SearchConfig(**{k: v for k, v in module.search.items() if k != "_target_"})
-    except (TypeError, ValueError) as error:
-        problems.append(f"module.search.{error}")
-    problems += [OURS_UNDER_TRAINER.format(key) for key in OURS if key in cfg.trainer]
-    if not problems and data.max_sentence_len > model.max_len:
-        problems.append(f"data.max_sentence_len={data.max_sentence_len} exceeds model.max_len={model.max_len}")
-    if problems:
-        raise SettingsError("bad settings: " + "; ".join(problems))
 
 
 def runtime_problems(settings: DictConfig, prefix: str = "") -> list[str]:
@@ -88,25 +63,6 @@ def check_run_folder(cfg: DictConfig, run_dir: Path, model_config: dict, tokeniz
                             f"its own settings ({saved}), or start a new run folder (hydra.run.dir=...)")
 
 
-def check_command_line(argv: list[str], configs: Path) -> None:
-    """Refuse before Hydra writes anything: a missing option of a config group (``experiment=nope``, or one of a
-    sweep's ``a,b``), a key of ours under ``trainer.`` (Hydra would advise ``+trainer.max_time``), a finished run."""
-    for arg in argv:
-        key, _, value = arg.partition("=")
-        key, group = key.lstrip("+~"), configs / key.lstrip("+~")
-        if key.startswith("trainer.") and key[8:] in OURS:
-            raise SettingsError("bad settings: " + OURS_UNDER_TRAINER.format(key[8:]))
-        if key == "hydra.run.dir":
-            refuse_finished_run(Path(value))
-        if arg.startswith("-") or not value or value == "null" or "(" in value or not group.is_dir():
-            continue
-        choices = sorted(path.stem for path in group.glob("*.yaml"))
-        for choice in value.split(","):
-            if choice not in choices:
-                raise SettingsError(f"{key}={choice}: no such option in configs/{group.name}/ "
-                                    f"(choices: {', '.join(choices)})")
-
-
 def refuse_finished_run(run_dir: Path) -> None:
     """A run folder whose run ended (``final.ckpt``) is never trained into again."""
     if (run_dir / "checkpoints" / "final.ckpt").exists():
@@ -142,15 +98,9 @@ def held_run_folder(run_dir: Path) -> Iterator[None]:
 
 
 def resume_from(cfg: DictConfig) -> str | None:
-    """Where training starts: ``ckpt_path=`` (refused here unless it loads safely), else the run folder's last
-    interrupted run, else nothing (a new run)."""
+    """Where training starts: ``ckpt_path=`` (checked with the settings), else the run folder's last interrupted
+    run, else nothing (a new run)."""
     if cfg.ckpt_path:
-        if not Path(cfg.ckpt_path).is_file():
-            raise SettingsError(f"ckpt_path={cfg.ckpt_path} does not exist")
-        try:
-            read_checkpoint(Path(cfg.ckpt_path))
-        except RunLoadError as error:
-            raise SettingsError(f"ckpt_path: {error}") from None
         return str(cfg.ckpt_path)
     if (point := resume_point(Path(cfg.paths.output_dir))) is not None:
         log.info("resuming the interrupted run from %s (its step, optimizer and schedule; the interrupted "

@@ -1,10 +1,9 @@
-"""What makes a run safe to stop: the time limit, Ctrl-C / SIGTERM and ``last.ckpt`` in one callback; checkpoints
-written whole or not at all (a kill mid-write would leave a ``last.ckpt`` every rerun crashes on); the resume point.
+"""What makes a run safe to stop: the time limit, Ctrl-C / SIGTERM and ``last.ckpt`` in one callback (a signal saves
+and stops at once: a scheduler gives ~30 s before SIGKILL); checkpoints written whole or not at all; the resume point.
 
-Lightning's ``Timer``, timed ``ModelCheckpoint`` and SIGTERM flag each broadcast at every step: with several GPUs
-each step would wait for the host. Here one all-reduce at a logging step (where the host reads the device anyway)
-carries rank 0's clock, any rank's signal and the earliest non-finite loss, so all ranks stop, save and schedule at
-the same step. A signal saves ``last.ckpt`` and stops at once (a scheduler gives ~30 s before SIGKILL)."""
+Lightning's ``Timer``, timed ``ModelCheckpoint`` and SIGTERM flag each broadcast at every step: several GPUs would wait
+for the host each step. Here one all-reduce at a logging step (the host reads the device then anyway) carries rank 0's
+clock, any rank's signal and the earliest non-finite loss: all ranks stop, save and schedule at the same step."""
 
 import logging
 import math
@@ -105,7 +104,8 @@ class StopAndClock(L.Callback):
         seconds = self.elapsed() if trainer.is_global_zero else -math.inf
         values = torch.tensor([seconds, float(self.signum is not None), -math.inf], dtype=torch.float64,
                               device=trainer.strategy.root_device)
-        if self.guard is not None and (bad := self.guard.first_bad_step()) is not None:
+        if self.guard is not None and self.guard.first_bad is not None:  # (step, loss); step -1: none yet
+            bad = self.guard.first_bad[0]
             values[2] = torch.where(bad >= 0, -bad, values[2])  # the earliest step is the largest negated one
         if trainer.world_size > 1:  # torch's own: Lightning's strategy.reduce adds a barrier before it
             torch.distributed.all_reduce(values, op=torch.distributed.ReduceOp.MAX)

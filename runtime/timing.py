@@ -4,7 +4,6 @@ phase but "steps" first waits for the device, charging the wait to the steps: no
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import lightning as L
 import torch
@@ -14,28 +13,12 @@ from model.training.trainer_state import is_logging_step
 PHASES = ("data", "steps", "validation", "views", "checkpoints", "test", "rest")
 
 
-@dataclass
-class TimeSplitReport:
-    """A run's wall time by phase and its throughput."""
-
-    total_s: float
-    seconds: dict[str, float]
-    steps: int = 0
-    tokens: int = 0  # real (non-padding) tokens the steps processed
-
-    def as_dict(self) -> dict:
-        rate = lambda seconds: round(self.tokens / seconds, 1) if seconds else None  # noqa: E731
-        return {"wall_s": round(self.total_s, 2), "seconds": {k: round(v, 2) for k, v in self.seconds.items()},
-                "share": {k: round(v / self.total_s, 4) if self.total_s else 0.0 for k, v in self.seconds.items()},
-                "steps": self.steps, "tokens": self.tokens, "tokens_per_s_steps": rate(self.seconds["steps"]),
-                "tokens_per_s_wall": rate(self.total_s)}
-
-    def line(self) -> str:
-        """One line for the log: ``time split: 30.2 min = steps 91.3% · validation 4.1% · ...``."""
-        d = self.as_dict()
-        parts = " · ".join(f"{k} {100 * v:.1f}%" for k, v in d["share"].items() if v >= 0.0005)
-        rates = f"{d['tokens_per_s_steps'] or 0:,.0f} tokens/s in steps, {d['tokens_per_s_wall'] or 0:,.0f}"
-        return f"time split: {self.total_s / 60:.1f} min = {parts}; {self.steps} steps, {rates} over the wall time"
+def split_line(split: dict) -> str:
+    """``RunClock.split``'s answer in one line: ``time split: 30.2 min = steps 91.3% · validation 4.1% · ...``."""
+    parts = " · ".join(f"{k} {100 * v:.1f}%" for k, v in split["share"].items() if v >= 0.0005)
+    rates = f"{split['tokens_per_s_steps'] or 0:,.0f} tokens/s in steps, {split['tokens_per_s_wall'] or 0:,.0f}"
+    return (f"time split: {split['wall_s'] / 60:.1f} min = {parts}; {split['steps']} steps, {rates} over the wall "
+            f"time")
 
 
 class RunClock:
@@ -78,15 +61,17 @@ class RunClock:
         finally:
             self.stop(name)
 
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.started
-
-    def split(self, steps: int = 0, tokens: int = 0) -> TimeSplitReport:
-        """Seconds per phase so far ("rest" = what no phase claimed), with the steps taken and their real tokens."""
+    def split(self, steps: int = 0, tokens: int = 0) -> dict:
+        """Seconds and shares per phase so far ("rest": what no phase claimed), steps, real tokens and their rates."""
         for name in list(self._open):
             self.stop(name)
-        total, seconds = self.elapsed(), {name: self.seconds[name] for name in PHASES[:-1]}
-        return TimeSplitReport(total, {**seconds, "rest": max(total - sum(seconds.values()), 0.0)}, steps, tokens)
+        total, seconds = time.perf_counter() - self.started, {name: self.seconds[name] for name in PHASES[:-1]}
+        seconds["rest"] = max(total - sum(seconds.values()), 0.0)
+        rate = lambda seconds: round(tokens / seconds, 1) if seconds else None  # noqa: E731
+        return {"wall_s": round(total, 2), "seconds": {k: round(v, 2) for k, v in seconds.items()},
+                "share": {k: round(v / total, 4) if total else 0.0 for k, v in seconds.items()},
+                "steps": steps, "tokens": tokens, "tokens_per_s_steps": rate(seconds["steps"]),
+                "tokens_per_s_wall": rate(total)}
 
 
 class TimeSplit(L.Callback):
@@ -110,6 +95,6 @@ class TimeSplit(L.Callback):
     on_test_start = lambda self, trainer, pl_module: self.clock.start("test")  # noqa: E731
     on_test_end = lambda self, trainer, pl_module: self.clock.stop("test")  # noqa: E731
 
-    def report(self) -> TimeSplitReport:
+    def report(self) -> dict:
         """The split so far, with the steps' tokens (reads the device: call it at the end)."""
         return self.clock.split(self.steps, int(self._tokens.sum()) if self._tokens is not None else 0)

@@ -40,7 +40,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from benchmark_decoding import (PAD, ROOT, SHAPE_KEYS, decoding_against, decoding_section, default_config,
                                 interleaved_times, tatoeba_like_batch)
-from runtime.precision import choose_precision, machine_name, matmul_gflops
+from runtime.machine import choose_precision, machine_name, matmul_gflops
 from model.training.translation_module import label_smoothed_loss
 from model.transformer import Seq2SeqTransformer
 from torch_peer import TorchTransformer  # scripts/torch_peer.py, beside this file

@@ -22,7 +22,7 @@ import torch
 
 from model.inference.translator import Translation, Translator
 from model.training.metrics import corpus_scores
-from runtime.precision import machine_name
+from runtime.machine import machine_name
 
 
 def output_ids(translation: Translation) -> list[list[int]]:

@@ -19,7 +19,7 @@ import torch
 from hydra import compose, initialize_config_dir
 
 from model.search import SearchConfig, greedy_decode, search
-from runtime.precision import machine_name
+from runtime.machine import machine_name
 from model.transformer import Seq2SeqTransformer
 
 PAD, BOS, EOS = 0, 1, 2

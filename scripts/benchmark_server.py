@@ -145,7 +145,7 @@ def file_to_file(run: str, lines: list[str]):
 
 
 def benchmark_flood(run: str, lines: list[str], options: list[str]) -> None:
-    from runtime.precision import machine_name
+    from runtime.machine import machine_name
 
     file_rate, translator = file_to_file(run, lines)
     search = translator.settings.search
@@ -168,7 +168,7 @@ def benchmark_flood(run: str, lines: list[str], options: list[str]) -> None:
 
 
 def benchmark_clients(run: str, sentences: list[str]) -> None:
-    from runtime.precision import machine_name
+    from runtime.machine import machine_name
 
     file_rate, translator = file_to_file(run, sentences)
     # translate.py's length-sorted batches of 64; of 16 (what 16 one-sentence clients can fill at most);

@@ -13,7 +13,7 @@ import torch
 
 from helpers import run_train, tiny_model
 from model.attention import MultiHeadAttention
-from runtime.precision import choose_precision
+from runtime.machine import choose_precision
 from model.search import SearchConfig, search
 from model.transformer import Seq2SeqTransformer
 

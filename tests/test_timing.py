@@ -7,7 +7,7 @@ import torch
 import runtime.timing as timing
 from helpers import small_datamodule, tiny_model
 from model.training.schedule import inverse_sqrt_schedule
-from runtime.timing import PHASES, RunClock, TimeSplit
+from runtime.timing import PHASES, RunClock, TimeSplit, split_line
 from model.training.translation_module import TranslationModule
 
 
@@ -45,14 +45,13 @@ def test_phases_are_exclusive_and_the_rest_is_what_none_claimed(fake_time):
         with clock.phase("checkpoints"):
             fake_time.now += 2
         fake_time.now += 1
-    report = clock.split(steps=3, tokens=3000)
-    assert report.total_s == 40
-    assert report.seconds == {"data": 10, "steps": 15, "validation": 5, "views": 3, "checkpoints": 2, "test": 0,
-                              "rest": 5}
-    split = report.as_dict()
+    split = clock.split(steps=3, tokens=3000)
+    assert split["wall_s"] == 40
+    assert split["seconds"] == {"data": 10, "steps": 15, "validation": 5, "views": 3, "checkpoints": 2, "test": 0,
+                                "rest": 5}
     assert sum(split["share"].values()) == pytest.approx(1.0)
     assert split["tokens_per_s_steps"] == 200 and split["tokens_per_s_wall"] == 75
-    assert report.line() == ("time split: 0.7 min = data 25.0% · steps 37.5% · validation 12.5% · views 7.5% · "
+    assert split_line(split) == ("time split: 0.7 min = data 25.0% · steps 37.5% · validation 12.5% · views 7.5% · "
                              "checkpoints 5.0% · rest 12.5%; 3 steps, 200 tokens/s in steps, 75 over the wall time")
 
 
@@ -64,7 +63,7 @@ def test_a_phase_left_open_by_an_exception_is_closed(fake_time):
             fake_time.now += 3
             raise RuntimeError
     fake_time.now += 1  # after the exception, no phase open: the rest
-    assert clock.split().seconds == {**dict.fromkeys(PHASES, 0), "checkpoints": 3, "rest": 1}
+    assert clock.split()["seconds"] == {**dict.fromkeys(PHASES, 0), "checkpoints": 3, "rest": 1}
     with pytest.raises(ValueError, match="unknown phase 'nap'"):
         clock.start("nap")
 
@@ -97,6 +96,6 @@ def test_the_callback_times_steps_and_validation_and_counts_real_tokens(tmp_path
                         callbacks=[split, tokens], default_root_dir=str(tmp_path))
     trainer.fit(module, datamodule=datamodule)
     report = split.report()
-    assert report.steps == 6 and report.tokens == tokens.count > 0
+    assert report["steps"] == 6 and report["tokens"] == tokens.count > 0
     assert tokens.validations >= 2  # at steps 3 and 6 (and an epoch's end)
-    assert report.seconds == {**dict.fromkeys(PHASES, 0), "steps": 6, "validation": 5 * tokens.validations}
+    assert report["seconds"] == {**dict.fromkeys(PHASES, 0), "steps": 6, "validation": 5 * tokens.validations}
