@@ -76,6 +76,8 @@ class CopySlots:
     @staticmethod
     def _name_like(word: str) -> bool:
         """A candidate for a slot: with a capital letter, or in a script without case."""
+        if word.isascii():  # letters only: a capital is there exactly when not all are lower case
+            return not word.islower()
         return not cased(word[0]) or any(c.isupper() for c in word)
 
     @classmethod

@@ -73,21 +73,21 @@ def _codes(text: str) -> list[Token]:
     return found
 
 
-def _words(text: str, taken: list[tuple[int, int]]) -> list[tuple[int, str]]:
+def _words(text: str, taken: list[tuple[int, int]], digits: bool = True) -> list[tuple[int, str]]:
     """Runs of letters outside ``taken`` spans and touching no digit, capitalized ones joined across a
-    hyphen or an apostrophe, mixed scripts cut where the casing changes."""
+    hyphen or an apostrophe, mixed scripts cut where the casing changes (``digits``: the text may hold one)."""
     words: list[tuple[int, str]] = []
     for match in WORD.finditer(text):
         start, word = match.start(), match.group()
-        if any(a <= start < b for a, b in taken):
+        if taken and any(a <= start < b for a, b in taken):
             continue
         if words and word[0].isupper() and _joined(text, *words[-1], start) and \
-                not _touches_a_digit(text, start, match.end()):
+                not (digits and _touches_a_digit(text, start, match.end())):
             words[-1] = (words[-1][0], text[words[-1][0] : match.end()])
             continue
         one_script = word.isascii() or all(map(cased, word)) or not any(map(cased, word))
         for piece in [word] if one_script else _cut_by_case(word):
-            if not _touches_a_digit(text, start, start + len(piece)):
+            if not (digits and _touches_a_digit(text, start, start + len(piece))):
                 words.append((start, piece))
             start += len(piece)
     return words
@@ -103,15 +103,18 @@ def _touches_a_digit(text: str, start: int, end: int) -> bool:
     return any(c.isdigit() or c == "_" for c in text[max(start - 1, 0) : start] + text[end : end + 1])
 
 
-def tokens(text: str) -> list[Token]:
+@functools.lru_cache(maxsize=4096)  # a line is read several times in a row: its slots, then masked by them
+def tokens(text: str) -> tuple[Token, ...]:
     """The codes, numbers and words of ``text`` in order."""
+    starts = {m.end() for m in SENTENCE_START.finditer(text)}
+    if "_" not in text and not any(map(str.isdigit, text)):  # most lines: no number, code or typed slot, only words
+        return tuple(Token(start, "word", word, start in starts) for start, word in _words(text, [], digits=False))
     found = _codes(text)
     taken = [(token.start, token.start + len(token.text)) for token in found]
     found += [Token(m.start(), "num", m.group()) for m in NUMBERS.finditer(text)
               if not any(a < m.end() and m.start() < b for a, b in taken)]
-    starts = {m.end() for m in SENTENCE_START.finditer(text)}
     found += [Token(start, "word", word, start in starts) for start, word in _words(text, taken)]
-    return sorted(found)
+    return tuple(sorted(found))
 
 
 def contains(text: str, entity: str) -> bool:

@@ -34,7 +34,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>
 
 echo "== 1. quick CUDA tests"
 if [ "$gpu" = True ]; then
-  timeout -k 10 180 python -m pytest -m "cuda and not slow" tests/test_cuda.py -p no:warnings -q
+  timeout -k 10 180 python -m pytest -n 0 -m "cuda and not slow" tests/test_cuda.py -p no:warnings -q  # one process: one GPU
   stages+=("--stage" "cuda_tests=$?")
 else
   echo "no CUDA device: skipped"; stages+=("--stage" "cuda_tests=skipped: no CUDA device")

@@ -41,10 +41,15 @@ def train_in_process(run_dir: Path, data_cache: Path, *overrides: str) -> dict[s
     return train(cfg)
 
 
+def train_command(run_dir: Path, data_cache: Path, *overrides: str) -> list[str]:
+    """``python train.py experiment=smoke`` into ``run_dir``, its data in ``data_cache`` (run in ``ROOT``)."""
+    return [sys.executable, str(ROOT / "train.py"), "experiment=smoke", f"hydra.run.dir={run_dir}",
+            f"data.cache_dir={data_cache}", *overrides]
+
+
 def run_train(run_dir: Path, data_cache: Path, *overrides: str, check: bool = True, **popen):
     """``python train.py experiment=smoke`` in a subprocess, as a user would run it."""
-    command = [sys.executable, str(ROOT / "train.py"), "experiment=smoke", f"hydra.run.dir={run_dir}",
-               f"data.cache_dir={data_cache}", *overrides]
+    command = train_command(run_dir, data_cache, *overrides)
     if popen:
         return subprocess.Popen(command, cwd=ROOT, **popen)
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)

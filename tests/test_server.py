@@ -1,6 +1,7 @@
 """serving/server.py: the JSON API in-process (FastAPI's test client), requests batched together,
 and a real server on a local port that Ctrl-C stops cleanly. (Its promises with a slow model: test_server_load.py.)"""
 
+import shutil
 import socket
 import subprocess
 import sys
@@ -167,14 +168,16 @@ def test_a_bounded_load_gets_every_answer_right(smoke_run, translator):
     assert ended[0] in (0, 130)
 
 
-def test_the_server_searches_with_ctranslate2_when_asked(smoke_run, translator):
+def test_the_server_searches_with_ctranslate2_when_asked(smoke_run, translator, tmp_path):
     # engine= for serve=true: the same pipeline, CTranslate2's search (greedy: our very outputs).
     expected = [t.text for t in translator.translate(SENTENCES, SearchConfig(beam_size=1))]
-    with serving(smoke_run, "engine=ctranslate2") as (port, ended, _):
+    run = tmp_path / "run"  # exported into: the shared run stays as it is
+    shutil.copytree(smoke_run, run, ignore=shutil.ignore_patterns("ctranslate2*"))
+    with serving(run, "engine=ctranslate2") as (port, ended, _):
         assert post(port, {"lines": SENTENCES, "beam_size": 1})["translations"] == expected
         n_best = post(port, {"lines": ["I like cats."], "beam_size": 3, "n_best": True})["n_best"]
         assert len(n_best) == 3
-    assert ended[0] in (0, 130) and (smoke_run / "ctranslate2" / "model.bin").is_file()
+    assert ended[0] in (0, 130) and (run / "ctranslate2" / "model.bin").is_file()
 
 
 def test_the_page_in_a_real_browser(browser, smoke_run, tmp_path):
