@@ -17,12 +17,6 @@ from helpers import ROOT, train_command  # noqa: E402
 SLOW_FIXTURES = {"corpus_path", "data_cache", "full_datamodule", "smoke_run", "slow_run"}
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto`` (pyproject.toml): a worker per core and one more, as the suite waits on its subprocesses and
-    servers about a sixth of the time."""
-    return len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``slow`` every test that uses a slow fixture (``python -m pytest -m "not slow"`` leaves them
     out), and leave out the ``cuda`` tests unless ``-m`` names them (``scripts/gpu_check.sh``: ``-m cuda``).

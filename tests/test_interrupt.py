@@ -73,12 +73,12 @@ def test_ddp_steps_call_no_collective_off_logging_steps_sigterm_saves_once_and_t
         tmp_path, data_cache):
     # Two gloo processes on the CPU, every torch.distributed collective counted per training step in each. The
     # first launch is stopped by SIGTERM to both ranks; the same command resumes it, and it stops at
-    # runtime.max_time (6 s of training in all, decided at logging steps only).
+    # runtime.max_time (4 s of training in all, decided at logging steps only).
     run_dir = tmp_path / "ddp"
     last = run_dir / "checkpoints" / "last.ckpt"
     command = [sys.executable, str(ROOT / "tests" / "count_collectives.py"), "experiment=smoke",
                f"hydra.run.dir={run_dir}", f"data.cache_dir={data_cache}", "trainer=ddp", "trainer.accelerator=cpu",
-               "trainer.devices=2", "logger=csv", "test=false", "trainer.max_steps=-1", "runtime.max_time=00:00:00:06",
+               "trainer.devices=2", "logger=csv", "test=false", "trainer.max_steps=-1", "runtime.max_time=00:00:00:04",
                "callbacks.early_stopping=null", NO_VIEWS]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True,  # its own process group, as a scheduler's job has
@@ -102,7 +102,7 @@ def test_ddp_steps_call_no_collective_off_logging_steps_sigterm_saves_once_and_t
     assert result.returncode == 0, result.stderr[-3000:]
     assert "resuming the interrupted run" in result.stdout + result.stderr
     quiet += ddp_counts(tmp_path / "resumed", final_step(run_dir) - saved_at)  # until max_time, both ranks
-    assert len(quiet) > 10 and "00:00:00:06" in (run_dir / "config.yaml").read_text()
+    assert len(quiet) > 10 and "00:00:00:04" in (run_dir / "config.yaml").read_text()
     assert not list(last.parent.glob(".*partial"))
 
 
