@@ -1,7 +1,6 @@
 """serving/admission.py: a request is taken only if it can be answered by its deadline at the measured rate, and
 only if it leaves every request taken before it in time; the rest are refused with the seconds until there is room."""
 
-import math
 from dataclasses import dataclass, field
 
 import pytest

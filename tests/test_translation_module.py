@@ -12,7 +12,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import model.training.schedule as schedule_module
 from helpers import small_datamodule, small_model
 from model.search import SearchConfig, search, sentence_attention
 from model.training.metrics import corpus_scores
