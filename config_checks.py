@@ -28,6 +28,8 @@ def check_config(cfg: DictConfig) -> None:
     except (TypeError, ValueError) as error:
         problems.append(f"module.search.{error}")
     problems += [OURS_UNDER_TRAINER.format(key) for key in OURS if key in cfg.trainer] + ckpt_path_problems(cfg)
+    if data.get("replay") and not cfg.get("init_from"):  # experiment=finetune without a run to start from
+        problems.append(f"data.replay={data.replay} mixes in a starting run's corpus: give the run, init_from=...")
     if not problems and data.max_sentence_len > model.max_len:
         problems.append(f"data.max_sentence_len={data.max_sentence_len} exceeds model.max_len={model.max_len}")
     if problems:

@@ -14,6 +14,7 @@ Common runs:
     python train.py logger=csv runtime.max_time=00:00:05:00 model.d_model=128
     python train.py hydra.run.dir=outputs/my_run     # a named run folder; run it again to resume it
     python train.py ckpt_path=outputs/x/checkpoints/last.ckpt   # resume from a given checkpoint
+    python train.py experiment=finetune init_from=outputs/x data.corpus_path=mine.tsv   # fine-tune a run on your data
 
 The run folder (``outputs/<date_time>`` unless ``hydra.run.dir`` says otherwise) gets the
 resolved ``config.yaml``, ``tokenizer.json``, ``checkpoints/{best,last,final}.ckpt``, metrics
@@ -39,7 +40,8 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 import runtime
 from config_checks import check_command_line, check_config
 from data.corpus import CorpusError, CorpusNotFoundError
-from data.datamodule import DataCacheError
+from data.cache import DataCacheError
+from fine_tune import starting_run
 from data.tokenizer import tokenizer_fingerprint
 from runtime.machine import with_recipe
 from runtime.non_finite import NonFiniteLossError
@@ -56,9 +58,10 @@ def train(cfg: DictConfig) -> dict[str, float]:
     ``cfg.test``, test). Tests call this directly; ``main`` is the command-line wrapper. Bad settings
     raise ``SettingsError`` before anything is built (``runtime.attach``).
     """
+    starting = starting_run(cfg)  # init_from=: a fine-tune's shape, tokenizer and original corpus, into cfg
     with runtime.attach(cfg, check_config) as run:
         L.seed_everything(cfg.seed, workers=True, verbose=False)
-        datamodule = instantiate(cfg.data)
+        datamodule = instantiate(cfg.data, _convert_="all")  # plain lists and dicts: checkpoints load weights_only
         with run.clock.phase("data"):
             datamodule.setup()  # builds (or reads from the cache) splits, tokenizer and token ids
         with open_dict(cfg):  # vocabulary and special ids flow from the data into the model
@@ -71,6 +74,8 @@ def train(cfg: DictConfig) -> dict[str, float]:
         run_dir = Path(cfg.paths.output_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         model = instantiate(cfg.model)
+        if starting is not None:
+            starting.load_into(model, cfg)
         datamodule.tokenizer.save(run_dir)
         module = instantiate(cfg.module, model=model, optimizer=instantiate(cfg.optim.optimizer),
                              model_config=model_config, tokenizer_sha256=tokenizer_fingerprint(run_dir),

@@ -1,42 +1,43 @@
 """The LightningDataModule: corpus -> leak-free splits -> BPE -> cached token ids -> batches.
 
-Everything derived from the corpus is cached under ``cache_dir/<settings hash>/``:
-the splits (``save_to_disk``), the tokenizer and the tokenized splits (``Dataset.map``
-cache files), so a second run with the same settings reads them instead of rebuilding.
-Batches come from a ``DataLoader`` on the host, or, on a GPU, are cut on the device from
-token ids copied there once (``data/device_batches.py``).
+Everything derived from the corpus is cached under ``cache_dir/<settings hash>/`` (``data/cache.py``), so a
+second run with the same settings reads it instead of rebuilding. Batches come from a ``DataLoader`` on the
+host, or, on a GPU, are cut on the device from token ids copied there once (``data/device_batches.py``).
+A fine-tuned run (``original``) reads a second corpus, the one its starting run trained on, with the same
+tokenizer: a share of its training pairs is mixed in (``replay``), and it is validated and tested beside the
+new one (the ``*_original`` splits).
 """
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
 import logging
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
 import lightning as L
 import torch
 from datasets import DatasetDict, load_from_disk
-from filelock import FileLock
 from torch.utils.data import DataLoader
 
-from data.atomic_file import os_cause
+from data.cache import prepare_cache, read_report, tokenized_splits
+from data.coverage import coverage_line
 from data.corpus import DEFAULT_CACHE, corpus_files, locate_corpus
 from data.languages import LanguagePair, pair_problems
-from data.readers import ParseReport, hub_pairs, read_pairs
+from data.readers import FORMATS, ParseReport, hub_pairs, read_pairs
 from data.device_batches import DeviceBatches
 from data.sampler import Collator, TokenBucketBatchSampler
-from data.splits import column, split_pairs
+from data.splits import column, word_pattern
 from data.tokenizer import MIN_VOCAB_SIZE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
 
 log = logging.getLogger(__name__)
-CACHE_VERSION = 3  # bump when the cached format (or what copy slots hold) changes
-
-
-class DataCacheError(OSError):
-    """The data cache could not be written (a full disk, a read-only folder): nothing half-built is kept."""
+CACHE_VERSION = 4  # bump when the cached format (or what copy slots hold) changes
+# The settings that decide which pairs a corpus gives and how they split (a fine-tune's original corpus: these of
+# its starting run); with the BPE settings, what a continued run must keep.
+CORPUS_KEYS = ("corpus_path", "hub_path", "hub_name", "hub_split", "corpus_format", "columns", "encoding",
+               "source_lang", "target_lang", "val_fraction", "test_fraction", "seed", "limit_pairs", "exclude_words")
 
 
 def data_problems(settings: Mapping, prefix: str = "") -> list[str]:
@@ -61,9 +62,31 @@ def data_problems(settings: Mapping, prefix: str = "") -> list[str]:
     if not problems and settings.get("max_tokens", 4096) <= settings.get("max_sentence_len", 128):
         problems.append(f"{prefix}max_tokens={settings.get('max_tokens', 4096)} cannot hold one pair of "
                         f"{prefix}max_sentence_len={settings.get('max_sentence_len', 128)} tokens")
+    problems += reading_problems(settings, prefix)
     on_device = settings.get("on_device", False)
     if on_device not in (True, False):  # configs' "auto" is settled by the run machinery (runtime/machine.py)
         problems.append(f"{prefix}on_device={on_device!r} must be true or false")
+    return problems
+
+
+def reading_problems(settings: Mapping, prefix: str = "") -> list[str]:
+    """What is refused among the settings that say how to read the corpus, and how much of another to replay."""
+    problems, fmt = [], settings.get("corpus_format", "auto")
+    if fmt not in FORMATS:
+        problems.append(f"{prefix}corpus_format={fmt!r} must be one of {', '.join(FORMATS)}")
+    if (fmt == "hub") != bool(settings.get("hub_path")) and not (fmt == "auto" and settings.get("hub_path")):
+        problems.append(f"{prefix}corpus_format=hub goes with {prefix}hub_path (and only it)")
+    columns = settings.get("columns")
+    if columns is not None and (isinstance(columns, str) or len(columns) < 2):
+        problems.append(f"{prefix}columns={columns!r} must list the file's columns in order, e.g. [id,en,es]")
+    if (encoding := settings.get("encoding")) is not None:
+        try:
+            codecs.lookup(encoding)
+        except (LookupError, TypeError):
+            problems.append(f"{prefix}encoding={encoding!r} is not an encoding Python knows (cp1252, latin-1, ...)")
+    replay = settings.get("replay", 0.0)
+    if isinstance(replay, bool) or not isinstance(replay, (int, float)) or replay < 0:
+        problems.append(f"{prefix}replay={replay!r} must be a number >= 0 (original pairs per new training pair)")
     return problems
 
 
@@ -78,6 +101,10 @@ class TranslationDataModule(L.LightningDataModule):
         hub_path: str | None = None,
         hub_name: str | None = None,
         hub_split: str = "train",
+        corpus_format: str = "auto",
+        columns: list[str] | None = None,
+        encoding: str | None = None,
+        strict: bool = False,
         cache_dir: str | None = None,
         download: bool = True,
         val_fraction: float = 0.02,
@@ -90,6 +117,10 @@ class TranslationDataModule(L.LightningDataModule):
         max_tokens: int = 4096,
         max_sentence_len: int = 128,
         limit_pairs: int | None = None,
+        exclude_words: list[str] | None = None,
+        tokenizer_from: str | None = None,
+        original: Mapping | None = None,
+        replay: float = 0.0,
         num_workers: int = 0,
         pin_memory: bool = False,
         on_device: bool = False,
@@ -103,6 +134,7 @@ class TranslationDataModule(L.LightningDataModule):
         self.tokenizer: TranslationTokenizer | None = None
         self.splits: DatasetDict | None = None
         self.report: ParseReport | None = None
+        self.original: TranslationDataModule | None = None  # a fine-tune's starting corpus (setup)
 
     # -- building the cache -------------------------------------------------------------
     def _source_description(self) -> dict:
@@ -111,7 +143,8 @@ class TranslationDataModule(L.LightningDataModule):
             return {"hub": hp.hub_path, "name": hp.hub_name, "split": hp.hub_split}
         files = corpus_files(self._corpus(), self.pair)
         return {"corpus": [str(f.resolve()) for f in files], "size": [f.stat().st_size for f in files],
-                "mtime": [f.stat().st_mtime_ns for f in files]}
+                "mtime": [f.stat().st_mtime_ns for f in files],
+                "read": [hp.corpus_format, list(hp.columns or []), hp.encoding, hp.strict]}
 
     def _corpus(self) -> Path:
         return locate_corpus(self.hparams.corpus_path, self.cache_dir, download=self.hparams.download, pair=self.pair)
@@ -122,8 +155,9 @@ class TranslationDataModule(L.LightningDataModule):
         settings = {
             "source": self._source_description(),
             "pair": [self.pair.source, self.pair.target],
-            "split": [hp.val_fraction, hp.test_fraction, hp.seed, hp.limit_pairs],
-            "bpe": [hp.vocab_size, hp.joint_vocab, hp.split_digits, hp.copy_slots],
+            "split": [hp.val_fraction, hp.test_fraction, hp.seed, hp.limit_pairs, list(hp.exclude_words or [])],
+            "bpe": ([tokenizer_fingerprint(hp.tokenizer_from)] if hp.tokenizer_from
+                    else [hp.vocab_size, hp.joint_vocab, hp.split_digits, hp.copy_slots]),
             "version": CACHE_VERSION,
         }
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
@@ -134,7 +168,13 @@ class TranslationDataModule(L.LightningDataModule):
         if hp.hub_path:
             pairs, report = hub_pairs(hp.hub_path, hp.hub_name, hp.hub_split, self.pair)
         else:
-            pairs, report = read_pairs(self._corpus(), self.pair)
+            pairs, report = read_pairs(self._corpus(), self.pair, hp.corpus_format, hp.columns, hp.encoding, hp.strict)
+        if hp.exclude_words:  # a topic kept out of this run (to fine-tune on later)
+            topic = word_pattern(hp.exclude_words)
+            kept = [pair for pair in pairs if not (topic.search(pair[0]) or topic.search(pair[1]))]
+            log.info("left out %d pairs that mention %s (data.exclude_words)", len(pairs) - len(kept),
+                     ", ".join(hp.exclude_words))
+            pairs = kept
         if hp.limit_pairs:  # a seeded sample, for quick runs
             generator = torch.Generator().manual_seed(hp.seed)
             keep = sorted(torch.randperm(len(pairs), generator=generator)[: hp.limit_pairs].tolist())
@@ -142,83 +182,8 @@ class TranslationDataModule(L.LightningDataModule):
         return pairs, report
 
     def prepare_data(self) -> None:
-        """Build what is missing from the cache (one process at a time, under a file lock).
-
-        A write that fails (a full disk) is one ``DataCacheError`` naming the folder and the cause,
-        with nothing half-built kept; what a killed build left is removed here the next time.
-        """
-        folder = self.settings_folder()
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(folder) + ".lock"):
-            self._remove_partial(folder)
-            pairs_and_report = None if (folder / "splits" / "dataset_dict.json").is_file() else self._read_pairs()
-            try:
-                self._build(folder, pairs_and_report)
-            except Exception as error:  # noqa: BLE001 — datasets and pyarrow wrap the OS error in their own
-                cause = os_cause(error)
-                if cause is None:
-                    raise
-                self._remove_partial(folder)
-                raise DataCacheError(cause.errno, f"{folder}: cannot build the data cache "
-                                                  f"({cause.strerror or cause}); nothing half-built is kept") from None
-
-    @staticmethod
-    def _remove_partial(folder: Path) -> None:
-        """What a killed or failed build leaves: temporary files and half-written folders."""
-        for stale in folder.glob("tmp*"):
-            stale.unlink(missing_ok=True)
-        for partial in (folder / "splits.partial", folder / "tokenizer.partial"):
-            shutil.rmtree(partial, ignore_errors=True)
-
-    def _build(self, folder: Path, pairs_and_report: tuple | None) -> None:
-        """Splits (from ``pairs_and_report`` when they are missing), tokenizer and token ids, into ``folder``."""
-        if pairs_and_report is not None:
-            pairs, report = pairs_and_report
-            partial = folder / "splits.partial"
-            shutil.rmtree(partial, ignore_errors=True)
-            splits = split_pairs(pairs, self.hparams.val_fraction, self.hparams.test_fraction, self.hparams.seed)
-            splits.save_to_disk(str(partial))
-            (folder / "report.json").write_text(json.dumps(report.__dict__ | {"skipped": report.skipped}))
-            partial.rename(folder / "splits")
-        splits = load_from_disk(str(folder / "splits"))
-        tokenizer_dir = folder / "tokenizer"
-        if not tokenizer_dir.is_dir() or not list(tokenizer_dir.glob("tokenizer*.json")):
-            shutil.rmtree(tokenizer_dir, ignore_errors=True)
-            train = splits["train"]  # BPE never sees validation or test text
-            tokenizer = TranslationTokenizer.train(zip(train["src"], train["tgt"]), self.hparams.vocab_size,
-                                                   self.hparams.joint_vocab, self.hparams.split_digits,
-                                                   self.hparams.copy_slots)
-            shutil.rmtree(folder / "tokenizer.partial", ignore_errors=True)
-            tokenizer.save(folder / "tokenizer.partial")
-            (folder / "tokenizer.partial").rename(tokenizer_dir)
-        self._tokenize(splits, TranslationTokenizer.load(tokenizer_dir), folder)
-
-    def _tokenize(self, splits: DatasetDict, tokenizer: TranslationTokenizer, folder: Path) -> DatasetDict:
-        """Token ids for every split via ``Dataset.map(batched=True)``, cached in ``folder``.
-
-        The cache files are named after the tokenizer's fingerprint, so ids made by another
-        tokenizer are never reused; an unreadable cache file is deleted and rebuilt.
-        """
-        fingerprint = tokenizer_fingerprint(folder / "tokenizer")[:16]
-
-        def encode(batch: dict, training: bool) -> dict:
-            src_ids, tgt_ids = tokenizer.encode_pairs(batch["src"], batch["tgt"], training)
-            return {"src_ids": src_ids, "tgt_ids": tgt_ids}
-
-        def tokenized(name: str, split):
-            cache_file = folder / f"tokenized-{name}-{fingerprint}.arrow"
-            for attempt in (1, 2):
-                try:
-                    return split.map(encode, fn_kwargs={"training": name == "train"}, batched=True, batch_size=2000,
-                                     cache_file_name=str(cache_file), desc=f"tokenizing {name}",
-                                     new_fingerprint=f"{folder.name}-{name}-{fingerprint}")
-                except Exception as error:  # noqa: BLE001 — a damaged cache file: rebuild it once
-                    if attempt == 2 or not cache_file.exists():
-                        raise
-                    log.warning("%s is unreadable (%s): rebuilding it", cache_file, type(error).__name__)
-                    cache_file.unlink()
-
-        return DatasetDict({name: tokenized(name, split) for name, split in splits.items()})
+        """Build what is missing from the cache (``data/cache.py``: one process at a time, nothing half-built kept)."""
+        prepare_cache(self.settings_folder(), self._read_pairs, self.hparams)
 
     # -- loading ------------------------------------------------------------------------
     def setup(self, stage: str | None = None) -> None:
@@ -226,10 +191,10 @@ class TranslationDataModule(L.LightningDataModule):
             return
         self.prepare_data()  # a no-op when the cache is complete
         folder = self.settings_folder()
-        self.report = ParseReport(**{k: v for k, v in json.loads((folder / "report.json").read_text()).items()
-                                     if k != "skipped"})
+        self.report = read_report(folder)
+        log.info("corpus: %s; %s", self.report.reading, self.report.summary())
         self.tokenizer = TranslationTokenizer.load(folder / "tokenizer")
-        self.splits = self._tokenize(load_from_disk(str(folder / "splits")), self.tokenizer, folder)
+        self.splits = tokenized_splits(load_from_disk(str(folder / "splits")), self.tokenizer, folder)
         # Plain lists, read once: a Dataset column is a lazy view (datasets >= 4), and reading one row
         # of it costs an Arrow lookup; every batch and every length would pay it again and again.
         self._ids = {name: (column(split, "src_ids"), column(split, "tgt_ids")) for name, split in self.splits.items()}
@@ -239,6 +204,38 @@ class TranslationDataModule(L.LightningDataModule):
         if len(self._train_rows) < len(src_ids):
             log.warning("skipped %d training pairs longer than max_sentence_len=%d tokens",
                         len(src_ids) - len(self._train_rows), limit)
+        if self.hparams.original is not None:
+            self._add_original()
+
+    def _add_original(self) -> None:
+        """The starting run's corpus, through this run's tokenizer. Training: all its pairs, fresh ones each step,
+        ``replay`` of them per new pair seen (the new pairs are repeated to that ratio: a small corpus would
+        otherwise be a drop in the original). Its validation and test splits are evaluated beside these."""
+        hp = self.hparams
+        self.original = TranslationDataModule(**{k: v for k, v in hp.original.items() if k in CORPUS_KEYS},
+                                              cache_dir=str(self.cache_dir), download=hp.download,
+                                              tokenizer_from=hp.tokenizer_from, max_sentence_len=hp.max_sentence_len)
+        self.original.setup()
+        log.info(coverage_line(*({"src": m.sources("train"), "tgt": column(m.splits["train"], "tgt"),
+                                  "src_ids": m._ids["train"][0], "tgt_ids": m._ids["train"][1]}
+                                 for m in (self, self.original))))
+        for split in ("validation", "test"):
+            self.splits[f"{split}_original"] = self.original.splits[split]
+            self._ids[f"{split}_original"] = self.original._ids[split]
+        if hp.replay == 0:
+            return
+        (src_ids, tgt_ids), (original_src, original_tgt) = self._ids["train"], self.original._ids["train"]
+        new_rows, original_rows = self._train_rows, self.original._train_rows
+        repeats = max(1, round(len(original_rows) / (hp.replay * len(new_rows))))
+        self._ids["train"] = (src_ids + original_src, tgt_ids + original_tgt)
+        self._train_rows = new_rows * repeats + [len(src_ids) + row for row in original_rows]
+        log.info("fine-tuning data: %d new training pairs, each seen %d times per pass over the %d of the original "
+                 "corpus (data.replay=%s)", len(new_rows), repeats, len(original_rows), hp.replay)
+
+    def evaluation_splits(self, stage: str) -> list[str]:
+        """The splits a stage (``validation``, ``test``) evaluates, one dataloader each: this corpus's, then the
+        original's (``test_original``) for a fine-tuned run."""
+        return [stage, f"{stage}_original"] if self.original is not None else [stage]
 
     @property
     def tokenizer_folder(self) -> Path:
@@ -293,8 +290,12 @@ class TranslationDataModule(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader | DeviceBatches:
         return self._loader("train", shuffle=True, rows=self._train_rows)
 
-    def val_dataloader(self) -> DataLoader | DeviceBatches:
-        return self._loader("validation", shuffle=False)
+    def _evaluation_loaders(self, stage: str) -> DataLoader | DeviceBatches | list[DataLoader | DeviceBatches]:
+        loaders = [self._loader(split, shuffle=False) for split in self.evaluation_splits(stage)]
+        return loaders if len(loaders) > 1 else loaders[0]
 
-    def test_dataloader(self) -> DataLoader | DeviceBatches:
-        return self._loader("test", shuffle=False)
+    def val_dataloader(self) -> DataLoader | DeviceBatches | list[DataLoader | DeviceBatches]:
+        return self._evaluation_loaders("validation")
+
+    def test_dataloader(self) -> DataLoader | DeviceBatches | list[DataLoader | DeviceBatches]:
+        return self._evaluation_loaders("test")

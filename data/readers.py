@@ -1,75 +1,95 @@
-"""Sentence pairs from a corpus as people have it, in the run's direction, all through the same cleaning.
+"""Sentence pairs from a corpus as people have it, read as what it is, in the run's direction, all through the
+same cleaning.
 
-Formats (``read_pairs`` tells them apart by name):
+Formats (``data.corpus_format``; ``auto`` decides by the name's extension in any case, then by the content):
 
-- a manythings.org / Tatoeba download (``nld-eng.zip``, ``spa-eng.zip``, or the ``.txt`` inside it):
-  ``English<TAB>Other[<TAB>attribution]``, English first whichever direction is trained;
-- a two-column ``.tsv``: source then target, or in the order a header line of language codes names
-  (``nl<TAB>en``);
-- two aligned plain-text files, one sentence a line (``corpus.en`` + ``corpus.nl``), given as the
-  prefix ``corpus``, Moses style;
-- a Hugging Face dataset with a ``translation`` column (``hub_pairs``).
+- ``tatoeba``: a manythings.org / Tatoeba download (``nld-eng.zip``, ``spa-eng.zip``, or the ``.txt`` inside it):
+  ``English<TAB>Other[<TAB>CC-BY attribution]``, English first whichever direction is trained;
+- ``tsv`` / ``csv``: a table (``.tsv``, ``.csv``, or a tab-separated ``.txt``; a CSV read with quotes and all);
+  its columns named by a header line of language codes (``es<TAB>en``, ``id,en,es``) or ``data.columns``;
+  two columns without either are source then target; more are refused;
+- ``aligned``: two plain-text files, one sentence a line (``corpus.en`` + ``corpus.nl``), given as the prefix
+  ``corpus``, Moses style;
+- ``hub``: a Hugging Face dataset with a ``translation`` column (``hub_pairs``).
 
-Every pair is stripped and put in Unicode NFC; empty and malformed lines are counted and skipped,
-never dropped silently.
+Every pair is stripped and put in Unicode NFC. A bad line (too few or too many fields, an empty side) is counted
+per kind with its line number, and said as a warning; nothing is dropped silently, and no byte is replaced:
+a file that is not UTF-8 is refused where it stops being so, unless ``data.encoding`` names its encoding.
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import logging
 import unicodedata
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from data.corpus import CorpusError, CorpusNotFoundError, aligned_files
-from data.languages import LanguagePair, download_language, language_name
+from data.languages import NAMES, THREE_LETTER, LanguagePair, download_language, language_name
 
 log = logging.getLogger(__name__)
 Pairs = list[tuple[str, str]]
+FORMATS = ("auto", "tatoeba", "tsv", "csv", "aligned", "hub")
+BAD_LINES = {  # kind -> what it is, as the warning says it
+    "too_few_fields": "fewer fields than columns",
+    "too_many_fields": "more fields than columns (a tab or comma inside a field?)",
+    "empty_side": "an empty source or target",
+}
+FIRST_LINES_KEPT = 5  # line numbers kept per kind, for the warning
 
 
 @dataclass
 class ParseReport:
-    """What parsing kept and skipped, so that nothing is dropped silently."""
+    """How a corpus was read and what reading it kept and skipped, so that nothing is dropped silently."""
 
+    format: str = ""  # data.corpus_format's answer: tatoeba, tsv, csv, aligned or hub
+    reading: str = ""  # the format, the columns and the direction: "mine.csv as csv: column 'es' → column 'en'"
     kept: int = 0
-    skipped_malformed: int = 0  # not 2 or 3 tab-separated columns
-    skipped_empty: int = 0  # an empty source or target side
-    three_columns: int = 0  # newer releases add an attribution column (kept, column dropped)
-    renormalized: int = 0  # lines that were not in Unicode NFC
-    examples: list[str] = field(default_factory=list)  # first few skipped lines, for the report
+    bad: dict[str, int] = field(default_factory=dict)  # kind (BAD_LINES) -> lines skipped
+    first_lines: dict[str, list[int]] = field(default_factory=dict)  # kind -> its first line numbers (from 1)
+    renormalized: int = 0  # pairs that were not in Unicode NFC
 
     @property
     def skipped(self) -> int:
-        return self.skipped_malformed + self.skipped_empty
+        return sum(self.bad.values())
+
+    @property
+    def malformed(self) -> int:
+        return self.bad.get("too_few_fields", 0) + self.bad.get("too_many_fields", 0)
+
+    def count(self, kind: str, line_number: int, strict: bool, where: str) -> None:
+        """One bad line of ``kind``; with ``strict``, a ``CorpusError`` at the first."""
+        if strict:
+            raise CorpusError(f"{where}, line {line_number}: {BAD_LINES[kind]} (data.strict=true stops at the first "
+                              f"bad line)")
+        self.bad[kind] = self.bad.get(kind, 0) + 1
+        if len(lines := self.first_lines.setdefault(kind, [])) < FIRST_LINES_KEPT:
+            lines.append(line_number)
 
     def summary(self) -> str:
-        text = (
-            f"{self.kept} pairs kept; skipped {self.skipped} lines "
-            f"({self.skipped_malformed} malformed, {self.skipped_empty} empty); "
-            f"{self.three_columns} had an attribution column; {self.renormalized} re-normalized to NFC"
-        )
-        if self.examples:
-            text += "; first skipped: " + " | ".join(repr(e[:60]) for e in self.examples)
+        text = f"{self.kept} pairs kept, {self.skipped} lines skipped, {self.renormalized} re-normalized to NFC"
+        for kind, count in self.bad.items():
+            shown = ", ".join(map(str, self.first_lines.get(kind, [])))
+            text += f"; {count} with {BAD_LINES[kind]} (line{'s' if count > 1 else ''} {shown}{', …' * (count > 5)})"
         return text
 
-    def skip(self, line: str, malformed: bool) -> None:
-        if malformed:
-            self.skipped_malformed += 1
-        else:
-            self.skipped_empty += 1
-        if len(self.examples) < 3:
-            self.examples.append(line)
 
-
-def text_lines(raw: bytes, path: Path) -> list[str]:
-    """Lines of UTF-8 text: a byte-order mark is dropped, bad bytes become U+FFFD; a binary file is refused."""
-    if b"\x00" in raw:  # UTF-8 text never holds a NUL byte; binary files do
-        raise CorpusError(f"{path}: not a text file (it holds NUL bytes); expected a zip or UTF-8 text")
-    return io.StringIO(raw.decode("utf-8-sig", errors="replace")).read().splitlines()
+def decoded(raw: bytes, where: str, encoding: str | None = None) -> str:
+    """``raw`` as text: UTF-8 (a byte-order mark dropped), or ``encoding``; a binary file, or a byte that is not
+    UTF-8, is a ``CorpusError`` naming the byte offset and line."""
+    if b"\x00" in raw and encoding is None:  # UTF-8 text never holds a NUL byte; binary files do
+        raise CorpusError(f"{where}: not a text file (it holds NUL bytes); expected a zip or UTF-8 text")
+    try:
+        return raw.decode(encoding or "utf-8-sig").removeprefix("\ufeff")
+    except UnicodeDecodeError as error:
+        line = raw.count(b"\n", 0, error.start) + 1
+        raise CorpusError(f"{where}: not {encoding or 'UTF-8'} text (byte 0x{raw[error.start]:02x} at offset "
+                          f"{error.start}, line {line}): save it as UTF-8, or name its encoding "
+                          f"(data.encoding=cp1252, latin-1, ...)") from None
 
 
 def _check_tatoeba_language(path: Path, member: str, pair: LanguagePair) -> None:
@@ -83,12 +103,11 @@ def _check_tatoeba_language(path: Path, member: str, pair: LanguagePair) -> None
                           f"set data.source_lang / data.target_lang to its languages")
 
 
-def tatoeba_text(path: Path, pair: LanguagePair) -> list[str]:
-    """The lines of a manythings download: the one sentence-pair ``.txt`` of the zip (not ``_about.txt``,
-    not ``__MACOSX/``), or the plain file; its language checked against the pair's."""
-    if path.suffix != ".zip" and not zipfile.is_zipfile(path):
-        _check_tatoeba_language(path, path.name, pair)
-        return text_lines(path.read_bytes(), path)
+def file_text(path: Path, pair: LanguagePair, encoding: str | None = None) -> str:
+    """The text of a corpus file; of a zip, its one sentence-pair ``.txt`` (a manythings download: not
+    ``_about.txt``, not ``__MACOSX/``), its language checked against the pair's."""
+    if path.suffix.lower() != ".zip" and not zipfile.is_zipfile(path):
+        return decoded(path.read_bytes(), str(path), encoding)
     try:
         with zipfile.ZipFile(path) as archive:
             members = [n for n in archive.namelist() if n.endswith(".txt") and "__MACOSX/" not in n
@@ -102,66 +121,138 @@ def tatoeba_text(path: Path, pair: LanguagePair) -> list[str]:
             raw = archive.read(member)
     except (zipfile.BadZipFile, EOFError, OSError) as error:  # truncated or damaged
         raise CorpusError(f"{path}: not a readable zip archive ({error})") from None
-    return text_lines(raw, path)
+    return decoded(raw, f"{path}:{member}", encoding)
 
 
-def parse_lines(lines: Iterable[str], order: tuple[int, int] = (0, 1)) -> tuple[Pairs, ParseReport]:
-    """Tab-separated lines of 2 or 3 columns into clean pairs: column ``order[0]`` the source, ``order[1]``
-    the target (a third column, the attribution, is dropped)."""
-    report, pairs = ParseReport(), []
-    for line in lines:
-        columns = line.rstrip("\r\n").split("\t")
-        if len(columns) in (2, 3):
-            report.three_columns += len(columns) == 3
-            keep_clean(columns[order[0]], columns[order[1]], line, pairs, report)
+def detect_format(path: Path, text: str) -> str:
+    """``auto``'s answer for a file: its extension (any case), else its content: a Tatoeba line carries a CC-BY
+    attribution in a third column, a manythings name (``spa.txt``) is Tatoeba's, a header or tabs make a table."""
+    suffix = path.suffix.lower()
+    if suffix == ".zip" or zipfile.is_zipfile(path):
+        return "tatoeba"
+    if suffix in (".tsv", ".csv"):
+        return suffix[1:]
+    lines = text.splitlines()[:200]
+    if any(len(f := line.split("\t")) == 3 and f[2].lstrip().startswith("CC-BY") for line in lines):
+        return "tatoeba"
+    named = download_language(path.name) is not None  # spa.txt, nld.txt: a download's own file
+    return "tatoeba" if named and not header_names(lines[0].split("\t") if lines else []) else "tsv"
+
+
+LANGUAGE_WORDS = {**{code: code for code in NAMES}, **{three: two for two, three in THREE_LETTER.items()},
+                  **{name.lower(): code for code, name in NAMES.items()}}  # "nl", "nld", "dutch" -> "nl"
+OTHER_COLUMN_WORDS = {"id", "attribution", "license", "note", "notes", "source", "target", "score", "domain"}
+
+
+def header_names(fields: Sequence[str]) -> list[str] | None:
+    """The column names of a header line (``es<TAB>en``, ``id,English,Spanish``: languages by code or name, and
+    a few usual other columns), else None: a line of text is never taken for a header."""
+    words = [f.strip().lower() for f in fields]
+    names = [LANGUAGE_WORDS.get(w, w) for w in words]
+    languages = [w for w in words if w in LANGUAGE_WORDS]
+    if len(languages) < 2 or len(set(names)) < len(names) or not set(words) <= set(LANGUAGE_WORDS) | OTHER_COLUMN_WORDS:
+        return None
+    return names
+
+
+def rows(text: str, fmt: str) -> list[tuple[int, list[str]]]:
+    """(line number, fields) of each line of a table; a CSV's quoted fields may hold commas and line breaks."""
+    if fmt != "csv":
+        return [(number, line.split("\t")) for number, line in enumerate(text.splitlines(), 1)]
+    reader = csv.reader(io.StringIO(text))
+    return [(reader.line_num, fields) for fields in reader]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Which fields of a row are the source and the target, and how many fields a good row has."""
+
+    names: tuple[str, ...]  # the columns, in file order
+    source: int
+    target: int
+    sizes: tuple[int, ...]
+    header: bool = False  # the first row names the columns (skipped)
+
+    def describe(self, where: str, fmt: str) -> str:
+        def column(i: int) -> str:
+            return f"column {i + 1}" + (f" '{self.names[i]}'" if self.names[i] else "")
+        note = ", header skipped" if self.header else "" if any(self.names) else " (no header: source then target)"
+        return f"{where} as {fmt}: {column(self.source)} → {column(self.target)}{note}"
+
+
+def choose_layout(first: list[str], fmt: str, pair: LanguagePair, columns: Sequence[str] | None,
+                  where: str) -> Layout:
+    """The columns of a table: Tatoeba's own, ``data.columns``, the header, or two columns in the run's order."""
+    if fmt == "tatoeba":
+        english = pair.source == "en"
+        names = ("en", pair.other_than_english() or "", "attribution")
+        return Layout(names, 0 if english else 1, 1 if english else 0, (2, 3))
+    header = header_names(first)
+    names = [str(c).strip().lower() for c in columns] if columns else header
+    if names is None:
+        if len(first) > 2:
+            found = ", ".join(repr(f[:30]) for f in first)
+            raise CorpusError(f"{where} has {len(first)} columns ({found}): name them with a header line of language "
+                              f"codes or data.columns=[...] (e.g. [en,{pair.target},note]), or set "
+                              f"data.corpus_format=tatoeba for a manythings download")
+        return Layout(("", ""), 0, 1, (2,))
+    missing = [code for code in (pair.source, pair.target) if code not in names]
+    if missing:
+        said = "data.columns" if columns else "its header"
+        raise CorpusError(f"{where}: {said} names the columns {', '.join(names)}, none of them {', '.join(missing)} "
+                          f"({pair.describe()}): set data.source_lang / data.target_lang, or data.columns")
+    return Layout(tuple(names), names.index(pair.source), names.index(pair.target), (len(names),),
+                  header=header is not None)
+
+
+def table_pairs(text: str, fmt: str, pair: LanguagePair, where: str, columns: Sequence[str] | None = None,
+                strict: bool = False) -> tuple[Pairs, ParseReport]:
+    """The pairs of a Tatoeba download, a TSV or a CSV, in the run's direction."""
+    table = rows(text, fmt)
+    layout = choose_layout(table[0][1] if table else [], fmt, pair, columns, where)
+    report, pairs = ParseReport(fmt, layout.describe(where, fmt)), []
+    for number, fields in table[layout.header:]:
+        if not any(f.strip() for f in fields):
+            report.count("empty_side", number, strict, where)
+        elif len(fields) not in layout.sizes:
+            kind = "too_few_fields" if len(fields) < min(layout.sizes) else "too_many_fields"
+            report.count(kind, number, strict, where)
         else:
-            report.skip(line, malformed=bool(line.strip()))  # a blank line is an empty pair
+            keep_clean(fields[layout.source], fields[layout.target], number, pairs, report, strict, where)
     report.kept = len(pairs)
     return pairs, report
 
 
-def keep_clean(source: str, target: str, line: str, pairs: Pairs, report: ParseReport) -> None:
-    """Appends the NFC, stripped pair to ``pairs``, or counts it as empty in ``report``."""
+def keep_clean(source: str, target: str, number: int, pairs: Pairs, report: ParseReport, strict: bool = False,
+               where: str = "") -> None:
+    """Appends the NFC, stripped pair to ``pairs``, or counts line ``number`` as an empty side in ``report``."""
     clean = tuple(unicodedata.normalize("NFC", text).strip() for text in (source, target))
     if clean != (source.strip(), target.strip()):
         report.renormalized += 1
     if all(clean):
         pairs.append(clean)
     else:
-        report.skip(line, malformed=False)
+        report.count("empty_side", number, strict, where)
 
 
-def clean_pairs(raw: Iterable[tuple[str, str]]) -> tuple[Pairs, ParseReport]:
-    """NFC + strip already-split pairs (a hub dataset's); empty ones are skipped."""
-    report, pairs = ParseReport(), []
-    for source, target in raw:
-        keep_clean(source or "", target or "", f"{source}\t{target}", pairs, report)
+def clean_pairs(raw: Iterable[tuple[str, str]], fmt: str, reading: str) -> tuple[Pairs, ParseReport]:
+    """NFC + strip already-split pairs (a hub dataset's, aligned files'); empty ones are skipped."""
+    report, pairs = ParseReport(fmt, reading), []
+    for number, (source, target) in enumerate(raw, 1):
+        keep_clean(source or "", target or "", number, pairs, report)
     report.kept = len(pairs)
     return pairs, report
 
 
-def tsv_pairs(path: Path, pair: LanguagePair) -> tuple[Pairs, ParseReport]:
-    """A two-column TSV: source then target, unless a header of the pair's codes names the order."""
-    lines = text_lines(path.read_bytes(), path)
-    header = [column.strip().lower() for column in lines[0].split("\t")] if lines else []
-    if sorted(header) == sorted((pair.source, pair.target)):
-        return parse_lines(lines[1:], (header.index(pair.source), header.index(pair.target)))
-    return parse_lines(lines)
-
-
-def aligned_pairs(prefix: Path, pair: LanguagePair) -> tuple[Pairs, ParseReport]:
+def aligned_pairs(prefix: Path, pair: LanguagePair, encoding: str | None = None) -> tuple[Pairs, ParseReport]:
     """Line i of one file with line i of the other; files of different lengths are refused."""
     source_file, target_file = aligned_files(prefix, pair)
-    sources, targets = (text_lines(f.read_bytes(), f) for f in (source_file, target_file))
+    sources, targets = (decoded(f.read_bytes(), str(f), encoding).splitlines() for f in (source_file, target_file))
     if len(sources) != len(targets):
         longer = source_file if len(sources) > len(targets) else target_file
         raise CorpusError(f"{source_file.name} has {len(sources)} lines and {target_file.name} {len(targets)}: "
                           f"not aligned (line {min(len(sources), len(targets)) + 1} of {longer.name} has no partner)")
-    report, pairs = ParseReport(), []
-    for source, target in zip(sources, targets):
-        keep_clean(source, target, f"{source}\t{target}", pairs, report)
-    report.kept = len(pairs)
-    return pairs, report
+    return clean_pairs(zip(sources, targets), "aligned", f"{source_file} → {target_file.name} as aligned files")
 
 
 def hub_pairs(path: str, name: str | None, split: str, pair: LanguagePair) -> tuple[Pairs, ParseReport]:
@@ -175,25 +266,36 @@ def hub_pairs(path: str, name: str | None, split: str, pair: LanguagePair) -> tu
             raise CorpusError(f"{path}: rows translate {'/'.join(sorted(translation)) or 'nothing'}, not "
                               f"{pair.source}/{pair.target}: set data.source_lang / data.target_lang to its languages")
         return translation[pair.source], translation[pair.target]
-    pairs, report = clean_pairs(map(sides, load_dataset(path, name, split=split)))
-    (log.warning if report.skipped else log.info)("%s, %s: %s", path, pair.describe(), report.summary())
+    reading = f"{path} ({split}) as hub: translation['{pair.source}'] → translation['{pair.target}']"
+    pairs, report = clean_pairs(map(sides, load_dataset(path, name, split=split)), "hub", reading)
+    if report.skipped:
+        log.warning("%s: %s", path, report.summary())
     return pairs, report
 
 
-def read_pairs(path: Path, pair: LanguagePair) -> tuple[Pairs, ParseReport]:
-    """The corpus at ``path`` (a file, or an aligned files' prefix) as ``(source, target)`` pairs; the report
-    is logged once, as a warning if lines were skipped. A file with more malformed lines than pairs is
-    refused (``CorpusError``): it is not a sentence-pair corpus."""
-    if not path.is_file() and all(f.is_file() for f in aligned_files(path, pair)):
-        pairs, report = aligned_pairs(path, pair)
+def read_pairs(path: Path, pair: LanguagePair, corpus_format: str = "auto", columns: Sequence[str] | None = None,
+               encoding: str | None = None, strict: bool = False) -> tuple[Pairs, ParseReport]:
+    """The corpus at ``path`` (a file, or an aligned files' prefix) as ``(source, target)`` pairs and how it was
+    read; bad lines are said in one warning. A file with more malformed lines than pairs is refused
+    (``CorpusError``): it is not a sentence-pair corpus, or not in the format it was read as."""
+    aligned = not path.is_file() and all(f.is_file() for f in aligned_files(path, pair))
+    if corpus_format == "aligned" or aligned:
+        if not aligned:
+            source, target = aligned_files(path, pair)
+            raise CorpusNotFoundError(f"data.corpus_format=aligned: {source} and {target} do not both exist")
+        pairs, report = aligned_pairs(path, pair, encoding)
     elif not path.is_file():
         raise CorpusNotFoundError(f"corpus file {path} does not exist")
-    elif path.suffix == ".tsv":
-        pairs, report = tsv_pairs(path, pair)
-    else:  # a Tatoeba download: English first
-        pairs, report = parse_lines(tatoeba_text(path, pair), (0, 1) if pair.source == "en" else (1, 0))
-    if report.skipped_malformed > report.kept:
-        raise CorpusError(f"{path}: {report.skipped_malformed} malformed lines against {report.kept} pairs of "
-                          f"{pair.describe('–')}: not a sentence-pair corpus")
-    (log.warning if report.skipped else log.info)("%s, %s: %s", path, pair.describe(), report.summary())
+    else:
+        text = file_text(path, pair, encoding)
+        fmt = detect_format(path, text) if corpus_format == "auto" else corpus_format
+        if fmt == "tatoeba" and path.suffix.lower() != ".zip":
+            _check_tatoeba_language(path, path.name, pair)
+        pairs, report = table_pairs(text, fmt, pair, path.name, columns, strict)
+    if report.malformed > report.kept:
+        raise CorpusError(f"{path}: {report.malformed} malformed lines against {report.kept} pairs of "
+                          f"{pair.describe('–')} read as {report.format}: not a sentence-pair corpus in that "
+                          f"format")
+    if report.skipped:
+        log.warning("%s: %s", path.name, report.summary())
     return pairs, report

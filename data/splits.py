@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from collections import defaultdict
 
 import pyarrow as pa
@@ -24,6 +25,11 @@ from datasets import Dataset, DatasetDict
 def group_key(source: str) -> str:
     """Normalization that decides leakage: 'Go!' and 'go.' are the same sentence."""
     return "".join(ch for ch in source.lower() if ch.isalnum())
+
+
+def word_pattern(words: list[str]) -> re.Pattern:
+    """Any of ``words``, whole and in any case: a topic (``data.exclude_words``, ``scripts/topic_slice.py``)."""
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b", re.IGNORECASE)
 
 
 def dataset(columns: dict[str, list]) -> Dataset:

@@ -10,6 +10,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 from omegaconf import DictConfig, OmegaConf
 
+from data.datamodule import CORPUS_KEYS
 from data.languages import pair_of
 from data.tokenizer import tokenizer_fingerprint
 from runtime.stop_and_clock import max_time_seconds, resume_point
@@ -18,9 +19,10 @@ log = logging.getLogger("train")
 
 PRECISIONS = ("auto", "bf16-mixed", "16-mixed", "32-true", "bf16-true", "16-true", "64-true")  # and Lightning's aliases
 ALIASES = ("bf16", "16", "32", "64", 16, 32, 64)
-# Settings that decide the splits and the BPE vocabulary: a run folder keeps its own.
-DATA_KEYS = ("corpus_path", "hub_path", "hub_name", "val_fraction", "test_fraction", "vocab_size", "joint_vocab",
-             "limit_pairs")
+# Settings that decide the pairs, the splits and the BPE vocabulary: a run folder keeps its own (the pair and the
+# seed are checked on their own).
+DATA_KEYS = (*(k for k in CORPUS_KEYS if k not in ("source_lang", "target_lang", "seed")), "vocab_size",
+             "joint_vocab", "tokenizer_from")
 
 
 class SettingsError(ValueError):
@@ -53,7 +55,7 @@ def check_run_folder(cfg: DictConfig, run_dir: Path, model_config: dict, tokeniz
         return  # nothing to continue: a new run
     old = OmegaConf.load(saved)
     differ = [f"model.{k}" for k, v in model_config.items() if old.model.get(k) != v]
-    differ += [f"data.{k}" for k in DATA_KEYS if old.data.get(k) != cfg.data.get(k)]
+    differ += [f"data.{k}" for k in DATA_KEYS if k in old.data and old.data[k] != cfg.data.get(k)]
     differ += ["data.source_lang / data.target_lang"] if pair_of(old.data) != pair_of(cfg.data) else []  # old: en→es
     differ += ["seed"] if old.get("seed") != cfg.seed else []
     if not differ and tokenizer_fingerprint(run_dir) != tokenizer_fingerprint(tokenizer_folder):

@@ -8,6 +8,7 @@ import sys
 import pytest
 import torch
 
+import data.cache as cache_module
 import data.datamodule as datamodule_module
 from data.datamodule import TranslationDataModule
 from data.tokenizer import tokenizer_fingerprint
@@ -17,7 +18,7 @@ from helpers import file_size_limit, small_corpus, small_datamodule
 def test_second_run_reuses_the_cache(tmp_path, monkeypatch):
     corpus = small_corpus(tmp_path)
     calls = {"tokenize": 0, "split": 0}
-    original_split = datamodule_module.split_pairs
+    original_split = cache_module.split_pairs
     original_encode = datamodule_module.TranslationTokenizer.encode_pairs
 
     def counting_split(*args, **kwargs):
@@ -28,7 +29,7 @@ def test_second_run_reuses_the_cache(tmp_path, monkeypatch):
         calls["tokenize"] += 1
         return original_encode(self, *args)
 
-    monkeypatch.setattr(datamodule_module, "split_pairs", counting_split)
+    monkeypatch.setattr(cache_module, "split_pairs", counting_split)
     monkeypatch.setattr(datamodule_module.TranslationTokenizer, "encode_pairs", counting_encode)
     settings = dict(corpus_path=str(corpus), cache_dir=str(tmp_path / "cache"), vocab_size=300, max_tokens=512)
     cold = TranslationDataModule(**settings)
@@ -40,7 +41,7 @@ def test_second_run_reuses_the_cache(tmp_path, monkeypatch):
     warm.setup()
     assert calls == cold_calls  # nothing split or tokenized again: read from the cache files
     assert warm.splits["train"]["src_ids"] == cold.splits["train"]["src_ids"]
-    assert warm.report.skipped_malformed == 1
+    assert warm.report.bad == {"too_few_fields": 1}  # how the corpus was read, kept with the cache
 
     for other in ({"vocab_size": 320}, {"copy_slots": False}, {"split_digits": True}):  # other settings, other cache
         assert TranslationDataModule(**(settings | other)).settings_folder() != cold.settings_folder()
@@ -74,7 +75,7 @@ def test_hub_dataset_through_the_same_pipeline(tmp_path):
     dm = TranslationDataModule(hub_path=str(folder), cache_dir=str(tmp_path / "c"), vocab_size=300, max_tokens=256,
                                val_fraction=0.1, test_fraction=0.1)
     dm.setup()
-    assert dm.report.kept == 200 and dm.report.skipped_empty == 1
+    assert dm.report.kept == 200 and dm.report.bad == {"empty_side": 1}
     assert sum(len(s) for s in dm.splits.values()) == 200
     assert next(iter(dm.train_dataloader()))["src"].dtype == torch.long
 
@@ -128,7 +129,7 @@ def test_temporary_files_of_a_killed_build_are_removed(tmp_path):
 
 
 def test_a_full_disk_while_building_is_one_line_and_keeps_nothing_half_built(tmp_path):
-    from data.datamodule import DataCacheError
+    from data.cache import DataCacheError
 
     settings = dict(corpus_path=str(small_corpus(tmp_path)), cache_dir=str(tmp_path / "cache"), vocab_size=300,
                     max_tokens=512)
@@ -140,3 +141,22 @@ def test_a_full_disk_while_building_is_one_line_and_keeps_nothing_half_built(tmp
     assert not (folder / "splits.partial").exists() and not (folder / "splits").exists()
     TranslationDataModule(**settings).setup()  # space again: it builds
     assert (folder / "splits" / "dataset_dict.json").is_file()
+
+
+def test_excluded_words_leave_their_pairs_out_of_every_split(tmp_path):
+    dm = TranslationDataModule(corpus_path=str(small_corpus(tmp_path)), cache_dir=str(tmp_path / "c"), vocab_size=300,
+                               max_tokens=512, val_fraction=0.1, test_fraction=0.1, exclude_words=["7", "NUMBER 12"])
+    dm.setup()
+    sources = [s for split in ("train", "validation", "test") for s in dm.sources(split)]
+    assert len(sources) == 298 and "Sentence number 17 is here." in sources  # whole words, in any case
+    assert not {"Sentence number 7 is here.", "Sentence number 12 is here."} & set(sources)
+
+
+def test_the_coverage_line_counts_pieces_per_word_and_characters_never_seen():
+    from data.coverage import coverage_line
+
+    original = {"src": ["a b", "c"], "tgt": ["x y"], "src_ids": [[5, 6, 2], [7, 2]], "tgt_ids": [[8, 9]]}
+    new = {"src": ["a bß"], "tgt": ["xø"], "src_ids": [[5, 6, 10, 11, 2]], "tgt_ids": [[8, 12, 13]]}
+    assert coverage_line(new, original) == (
+        "tokenizer coverage of the new corpus: pieces per word src 2.00 (original 1.00), tgt 3.00 (original 1.00); "
+        "2 characters the original never held: ß ø")

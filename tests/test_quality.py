@@ -43,4 +43,4 @@ def test_the_first_time_validation_bleu_reaches_a_mark_is_kept(datamodule, tmp_p
     assert written["validation_bleu_reached"]["0"]["step"] == 3
     assert {"person", "number, 7 digits", "phone"} <= set(written["copied"])  # the copy check, every kind
     assert all(0 <= share <= 1 for share in written["copied"].values())
-    assert (tmp_path / "test_translations.tsv").read_text().count("\n") == len(module.test_result[0])
+    assert (tmp_path / "test_translations.tsv").read_text().count("\n") == len(module.test_results["test"][0])

@@ -8,7 +8,7 @@ import pytest
 
 from data.corpus import CorpusError, CorpusNotFoundError
 from data.languages import LanguagePair
-from data.readers import hub_pairs, parse_lines, read_pairs, tatoeba_text
+from data.readers import file_text, hub_pairs, read_pairs, table_pairs
 
 ES, NL, RU, JA = (LanguagePair("en", code) for code in ("es", "nl", "ru", "ja"))
 # Sentence pairs in three scripts: Latin with diacritics, Cyrillic (cased), Japanese (no letter case).
@@ -64,7 +64,7 @@ def test_a_hub_dataset_in_either_direction(tmp_path):
     rows = [{"translation": {"en": e, "ru": o}} for e, o in SCRIPTS["ru"]] + [{"translation": {"en": "", "ru": "x"}}]
     (folder / "train.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
     pairs, report = hub_pairs(str(folder), None, "train", LanguagePair("ru", "en"))
-    assert pairs == [(o, e) for e, o in SCRIPTS["ru"]] and report.skipped_empty == 1
+    assert pairs == [(o, e) for e, o in SCRIPTS["ru"]] and report.bad == {"empty_side": 1}
     with pytest.raises(CorpusError, match=r"rows translate en/ru, not en/nl: set data.source_lang"):
         hub_pairs(str(folder), None, "train", NL)
 
@@ -77,7 +77,7 @@ def test_a_download_of_another_language_is_refused_naming_both(tmp_path):
         read_pairs(archive, LanguagePair("nl", "ru"))
     empty = write_zip(tmp_path / "empty.zip", {"_about.txt": "About.", "__MACOSX/._x.txt": "junk"})
     with pytest.raises(CorpusError, match=r"empty\.zip holds no sentence-pair \.txt file"):
-        tatoeba_text(empty, NL)
+        file_text(empty, NL)
 
 
 def test_aligned_files_of_different_lengths_are_refused_naming_the_line(tmp_path):
@@ -89,7 +89,7 @@ def test_aligned_files_of_different_lengths_are_refused_naming_the_line(tmp_path
                                   "(line 3 of train.en has no partner)")
     (tmp_path / "train.nl").write_text("Een.\n\nDrie.\n", encoding="utf-8")  # an empty side: skipped, counted
     pairs, report = read_pairs(tmp_path / "train", NL)
-    assert pairs == [("One.", "Een."), ("Three.", "Drie.")] and report.skipped_empty == 1
+    assert pairs == [("One.", "Een."), ("Three.", "Drie.")] and report.first_lines == {"empty_side": [2]}
 
 
 def test_messy_file_loads_with_right_counts_and_report(tmp_path, caplog):
@@ -97,8 +97,8 @@ def test_messy_file_loads_with_right_counts_and_report(tmp_path, caplog):
     lines = [
         "Go.\tVe.",
         "Hi.\tHola.\tCC-BY 2.0 (France) Attribution: tatoeba.org #538123 (CM)",  # 3 columns
-        "no tab at all",  # malformed
-        "a\tb\tc\td",  # malformed: 4 columns
+        "no tab at all",  # too few fields
+        "a\tb\tc\td",  # too many: 4 columns
         "",  # empty
         "Empty spanish.\t   ",  # empty side
         f"He is here.\t{decomposed}",
@@ -110,26 +110,86 @@ def test_messy_file_loads_with_right_counts_and_report(tmp_path, caplog):
         pairs, report = read_pairs(path, ES)
     assert pairs == [("Go.", "Ve."), ("Hi.", "Hola."), ("He is here.", "Él está aquí."),
                      ("Spaces around.", "Espacios.")]
-    assert (report.kept, report.skipped_malformed, report.skipped_empty) == (4, 2, 2)
-    assert report.three_columns == 1 and report.renormalized >= 1
-    assert report.kept + report.skipped == len(lines)
-    assert len([r for r in caplog.records if "skipped 4 lines" in r.getMessage()]) == 1  # reported once
+    assert report.bad == {"too_few_fields": 1, "too_many_fields": 1, "empty_side": 2}
+    assert report.first_lines == {"too_few_fields": [3], "too_many_fields": [4], "empty_side": [5, 6]}
+    assert report.renormalized >= 1 and report.kept + report.skipped == len(lines)
+    assert report.reading == "spa.txt as tatoeba: column 1 'en' → column 2 'es'"
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == ["spa.txt: 4 pairs kept, 4 lines skipped, 1 re-normalized to NFC; 1 with fewer fields than "
+                        "columns (line 3); 1 with more fields than columns (a tab or comma inside a field?) (line 4); "
+                        "2 with an empty source or target (lines 5, 6)"]  # said once, with the lines
 
 
-def test_zip_and_invalid_utf8(tmp_path):
+def test_a_file_that_is_not_utf8_is_refused_at_its_byte_unless_its_encoding_is_named(tmp_path):
     archive = tmp_path / "spa-eng.zip"
     with zipfile.ZipFile(archive, "w") as z:
         z.writestr("spa-eng/spa.txt", b"Go.\tVe.\nBad \xff byte.\tMal.\n")
-    pairs, _ = read_pairs(archive, ES)
-    assert pairs[0] == ("Go.", "Ve.") and pairs[1] == ("Bad \ufffd byte.", "Mal.")
+    with pytest.raises(CorpusError, match=r"spa-eng\.zip:spa-eng/spa\.txt: not UTF-8 text \(byte 0xff at offset "
+                                          r"12, line 2\): save it as UTF-8, or name its encoding \(data\.encoding="):
+        read_pairs(archive, ES)
+    cp1252 = tmp_path / "mine.tsv"
+    cp1252.write_bytes("en\tes\nThe café.\tEl café.\nI’m here.\tEstoy aquí.\n".encode("cp1252"))
+    with pytest.raises(CorpusError, match=r"mine\.tsv: not UTF-8 text \(byte 0xe9 at offset 13, line 2\)"):
+        read_pairs(cp1252, ES)
+    pairs, _ = read_pairs(cp1252, ES, encoding="cp1252")
+    assert pairs == [("The café.", "El café."), ("I’m here.", "Estoy aquí.")]
+
+
+@pytest.mark.parametrize("name", ["mine.TSV", "mine.tsv", "mine.txt", "mine"])
+def test_a_table_is_read_in_the_order_its_header_names_whatever_its_name(tmp_path, name):
+    path = tmp_path / name
+    path.write_text("es\ten\nHola.\tHello.\nAdiós.\tBye.\n", encoding="utf-8")  # Spanish first
+    pairs, report = read_pairs(path, ES)
+    assert pairs == [("Hello.", "Hola."), ("Bye.", "Adiós.")]  # the header never a pair
+    assert report.reading == f"{name} as tsv: column 2 'en' → column 1 'es', header skipped"
+    assert read_pairs(path, LanguagePair("es", "en"))[0] == [("Hola.", "Hello."), ("Adiós.", "Bye.")]
+
+
+def test_a_csv_is_read_with_its_quotes_and_a_header_of_language_names(tmp_path):
+    path = tmp_path / "mine.CSV"
+    path.write_text('id,Spanish,English\n1,"Hola, Tom.","Hello, Tom."\n2,"Dijo ""no"".","He said ""no""."\n'
+                    '3,"Dos\nlíneas.",Two lines.\n', encoding="utf-8")
+    pairs, report = read_pairs(path, ES)
+    assert pairs == [("Hello, Tom.", "Hola, Tom."), ('He said "no".', 'Dijo "no".'), ("Two lines.", "Dos\nlíneas.")]
+    assert report.reading == "mine.CSV as csv: column 3 'en' → column 2 'es', header skipped"
+
+
+def test_more_than_two_columns_need_their_names_and_a_tab_inside_a_field_is_counted(tmp_path, caplog):
+    path = tmp_path / "mine.tsv"
+    path.write_text("7\tHello.\tHola.\n8\tBye.\tAdiós.\n9\tA\ttab.\tUn tab.\n", encoding="utf-8")
+    with pytest.raises(CorpusError) as refused:
+        read_pairs(path, ES)
+    assert str(refused.value).startswith("mine.tsv has 3 columns ('7', 'Hello.', 'Hola.'): name them with a header "
+                                         "line of language codes or data.columns=[...]")
+    with caplog.at_level("WARNING"):
+        pairs, report = read_pairs(path, ES, columns=["id", "en", "es"])
+    assert pairs == [("Hello.", "Hola."), ("Bye.", "Adiós.")] and report.first_lines == {"too_many_fields": [3]}
+    assert "line 3" in caplog.records[-1].getMessage()
+    with pytest.raises(CorpusError, match=r"mine\.tsv, line 3: more fields than columns .* \(data\.strict=true"):
+        read_pairs(path, ES, columns=["id", "en", "es"], strict=True)
+    with pytest.raises(CorpusError, match=r"data\.columns names the columns id, en, fr, none of them es"):
+        read_pairs(path, ES, columns=["id", "en", "fr"])
+
+
+def test_auto_tells_a_tatoeba_file_by_its_attribution_and_a_named_format_is_obeyed(tmp_path):
+    path = tmp_path / "mine.txt"  # Spanish→English training: English still comes first in a Tatoeba file
+    path.write_text(tatoeba_lines(SCRIPTS["nl"], attribution=True), encoding="utf-8")
+    pairs, report = read_pairs(path, LanguagePair("nl", "en"))
+    assert pairs == [(o, e) for e, o in SCRIPTS["nl"]] and report.format == "tatoeba"
+    two_columns = tmp_path / "pairs.tsv"
+    two_columns.write_text(tatoeba_lines(SCRIPTS["nl"]), encoding="utf-8")
+    assert read_pairs(two_columns, LanguagePair("nl", "en"))[0] == SCRIPTS["nl"]  # a table: source then target
+    assert read_pairs(two_columns, LanguagePair("nl", "en"), corpus_format="tatoeba")[0] == [
+        (o, e) for e, o in SCRIPTS["nl"]]
 
 
 def test_parse_counts_on_real_corpus(full_datamodule):
     report = full_datamodule.report
-    lines = tatoeba_text(full_datamodule._corpus(), ES)
-    assert report.kept + report.skipped == len(lines) == 116_668
-    assert parse_lines(lines[:5])[0][0] == ("Go.", "Ve.")
-    assert parse_lines(lines[:5], (1, 0))[0][0] == ("Ve.", "Go.")  # Spanish→English: the same line, turned
+    text = file_text(full_datamodule._corpus(), ES)
+    assert report.kept + report.skipped == len(text.splitlines()) == 116_668
+    head = "\n".join(text.splitlines()[:5])
+    assert table_pairs(head, "tatoeba", ES, "spa.txt")[0][0] == ("Go.", "Ve.")
+    assert table_pairs(head, "tatoeba", LanguagePair("es", "en"), "spa.txt")[0][0] == ("Ve.", "Go.")  # turned
 
 
 def test_a_byte_order_mark_is_dropped(tmp_path):
@@ -149,7 +209,8 @@ def test_files_that_are_not_this_corpus_are_refused_naming_them(tmp_path):
         read_pairs(binary, ES)
     prose = tmp_path / "notes.txt"  # text, but mostly not pairs: more malformed lines than pairs
     prose.write_text("Go.\tVe.\n" + "Just a line of prose.\n" * 2, encoding="utf-8")
-    with pytest.raises(CorpusError, match=r"notes\.txt: 2 malformed lines against 1 pairs of English–Spanish"):
+    with pytest.raises(CorpusError, match=r"notes\.txt: 2 malformed lines against 1 pairs of English–Spanish read "
+                                          r"as tsv: not a sentence-pair corpus"):
         read_pairs(prose, ES)
     with pytest.raises(CorpusNotFoundError, match="does not exist"):
         read_pairs(tmp_path / "missing.txt", ES)

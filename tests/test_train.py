@@ -28,8 +28,8 @@ from model.training.translation_module import TranslationModule
 from train import SettingsError
 
 CONFIGS = ROOT / "configs"
-PRESETS = [[], ["experiment=smoke"], ["experiment=gpu"], ["experiment=cpu"], ["trainer=ddp"], ["logger=csv"],
-           ["logger=tensorboard"], ["data=opus_books"]]
+PRESETS = [[], ["experiment=smoke"], ["experiment=gpu"], ["experiment=cpu"], ["experiment=finetune"], ["trainer=ddp"],
+           ["logger=csv"], ["logger=tensorboard"], ["data=opus_books"]]
 
 
 @pytest.mark.parametrize("overrides", PRESETS, ids=lambda o: " ".join(o) or "default")
@@ -90,7 +90,7 @@ def test_unknown_key_fails_with_hydras_error(refusals):
     assert stderr.strip().splitlines()[-1].startswith("train.py: bad settings: model.d_model=256 is not")
     _, stderr, code = refusals["typo"]
     assert code == 1 and stderr == ("train.py: experiment=nope: no such option in "
-                                    "configs/experiment/ (choices: ablation, cpu, gpu, smoke)\n")
+                                    "configs/experiment/ (choices: ablation, cpu, finetune, gpu, smoke)\n")
     from config_checks import check_command_line
 
     with pytest.raises(SettingsError, match=r"^bad settings: trainer.max_time is not Lightning's here: set runtime."
@@ -202,6 +202,12 @@ def test_one_run_folder_one_writer(tmp_path, data_cache):
     ("+trainer.max_time=00:00:01:00", "trainer.max_time is not Lightning's here: set runtime.max_time"),
     ("data.target_lang=Dutch", "data.target_lang='Dutch' must be a language code such as en, es, nl"),
     ("data.source_lang=es", "data.source_lang and data.target_lang are both 'es'"),
+    ("data.corpus_format=xlsx", "data.corpus_format='xlsx' must be one of auto, tatoeba, tsv, csv, aligned, hub"),
+    ("data.corpus_format=hub", "data.corpus_format=hub goes with data.hub_path"),
+    ("data.columns=en", "data.columns='en' must list the file's columns in order"),
+    ("data.encoding=klingon", "data.encoding='klingon' is not an encoding Python knows"),
+    ("data.replay=-1", "data.replay=-1 must be a number >= 0"),
+    ("data.replay=1", r"data.replay=1 mixes in a starting run's corpus: give the run, init_from=\.\.\.$"),
 ])
 def test_bad_settings_are_refused_before_any_work(tmp_path, override, message):
     with pytest.raises(SettingsError, match=message):

@@ -92,6 +92,9 @@ def model_card(model: Seq2SeqTransformer, settings: RunSettings, checkpoint: Pat
             f"training's search used GNMT's ((5 + length) / 6)^α, so beams may rank differently when α > 0; "
             f"greedy outputs are the same.", "", "## Training", ""]
     text.append(f"- command: `{command(run)}`; checkpoint `{checkpoint.name}`")
+    if settings.init_from:
+        text.append(f"- fine-tuned from `{settings.init_from}`: its weights, tokenizer and shape; scores on its own "
+                    f"corpus's test split beside this one's in `test_metrics.json` (`original`)")
     if machine := machine_line(run):
         text.append(f"- machine: {machine}")
     if split:

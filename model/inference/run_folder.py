@@ -104,6 +104,7 @@ class RunSettings:
     max_sentence_len: int | None = None  # None: the model's own limit
     pair: LanguagePair = LanguagePair()  # English→Spanish for a run from before the pair was a setting
     corpus: str | None = None  # a hub dataset's path or a corpus file's name; None: the pair's Tatoeba download
+    init_from: str | None = None  # the run a fine-tune started from (``init_from=``); None: trained from scratch
 
     def source_limit(self, model_max_len: int) -> int:
         """Source tokens read (its end-of-sentence kept): the run's limit, never above the model's positions."""
@@ -133,7 +134,7 @@ def run_settings(run_folder: Path) -> RunSettings:
         known = {f.name for f in dataclasses.fields(SearchConfig)}
         corpus = data.get("hub_path") or (Path(data["corpus_path"]).name if data.get("corpus_path") else None)
         settings = RunSettings(SearchConfig(**{k: v for k, v in search.items() if k in known}),
-                               data.get("max_sentence_len"), pair_of(data), corpus)
+                               data.get("max_sentence_len"), pair_of(data), corpus, config.get("init_from"))
     except (yaml.YAMLError, AttributeError, TypeError, ValueError) as error:
         raise RunLoadError(f"{path}: unreadable run settings ({str(error).splitlines()[0][:120]})") from None
     return settings

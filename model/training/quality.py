@@ -94,7 +94,8 @@ class TrainingProgressBar(TQDMProgressBar):
     def on_validation_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
         super().on_validation_end(trainer, pl_module)
         if self.is_disabled and fitting(trainer) and trainer.is_global_zero:
-            shown = {**{k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")},
+            validation = ("val/", "val_original/")  # a fine-tune's original corpus beside its own
+            shown = {**{k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith(validation)},
                      **getattr(pl_module, "progress_metrics", {})}
             logging.getLogger("train").info("step %d: %s", trainer.global_step,
                                             ", ".join(f"{k} {v:.3f}" for k, v in sorted(shown.items())))

@@ -30,10 +30,10 @@ class TestReport(L.Callback):
     __test__ = False  # not a pytest test class, whatever its name
 
     def on_test_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        result = getattr(pl_module, "test_result", None)
-        if result is None or not trainer.is_global_zero:
+        results = getattr(pl_module, "test_results", {})
+        if "test" not in results or not trainer.is_global_zero:
             return
-        (rows, scores), search, run_dir = result, pl_module.search_config, Path(trainer.default_root_dir)
+        (rows, scores), search, run_dir = results["test"], pl_module.search_config, Path(trainer.default_root_dir)
         marks = next((c.reached for c in trainer.callbacks if isinstance(c, QualityMarks)), {})
         limit = trainer.datamodule.hparams.max_sentence_len
         translate = functools.partial(translated_lines, pl_module, max_source_tokens=limit)  # translate.py's way
@@ -49,6 +49,8 @@ class TestReport(L.Callback):
             "validation_bleu_reached": {mark: {"step": int(step), "minutes": round(minutes, 2)}
                                         for mark, (step, minutes) in marks.items()},
             "copied": copied(translate, pl_module.pair.source), "pasted": pasted,
+            **({"original": {"bleu": results["test_original"][1].bleu, "chrf": results["test_original"][1].chrf,
+                             "sentences": len(results["test_original"][0])}} if "test_original" in results else {}),
         }, indent=2))
         with atomic_file(run_dir / "test_translations.tsv") as out:
             for source, refs, hypothesis in rows:

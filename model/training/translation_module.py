@@ -65,13 +65,14 @@ class TranslationModule(L.LightningModule):
         self.search_config = search  # test: as configured; validation: greedy, same length limits
         self.tokenizer, self.pair = None, LanguagePair()  # the data's, in setup
         self.texts: dict[str, tuple[list[str], list[list[str]]]] = {}  # split -> (sources, references)
+        self.evaluated: dict[str, list[str]] = {}  # stage -> its splits, one dataloader each (a fine-tune: two)
         self.readable_sources: list[tuple[str, list[int]]] = []  # (text, ids): validation sentences to draw
         self._sums, self._summed_steps, self._window_start = None, 0, None  # summed on the device between logging steps
         self.progress_metrics: dict[str, float] = {}  # what the progress bar shows, read at logging steps
         self._validations, self.bleu_scored = 0, True  # validations of this fit so far; whether this one scores BLEU
         self.validation_rows: list[tuple[str, list[str], str]] = []  # the last scored validation (callbacks show it)
-        self.test_result: tuple[list[tuple[str, list[str], str]], Scores] | None = None  # rows, scores
-        self._hypotheses: dict[int, str] = {}
+        self.test_results: dict[str, tuple[list[tuple[str, list[str], str]], Scores]] = {}  # split -> rows, scores
+        self._hypotheses: dict[str, dict[int, str]] = {}  # split -> sentence index -> translation
 
     def setup(self, stage: str) -> None:
         """Read what evaluation needs from the data module, once."""
@@ -79,7 +80,8 @@ class TranslationModule(L.LightningModule):
             return
         datamodule = self.trainer.datamodule
         self.tokenizer, self.pair = datamodule.tokenizer, getattr(datamodule, "pair", LanguagePair())
-        self.texts = {s: (datamodule.sources(s), datamodule.references(s)) for s in ("validation", "test")}
+        self.evaluated = {stage: datamodule.evaluation_splits(stage) for stage in ("validation", "test")}
+        self.texts = {s: (datamodule.sources(s), datamodule.references(s)) for s in sum(self.evaluated.values(), [])}
         # Validation sentences of a readable length (5-12 source tokens), in a fixed order; any, if none is.
         pairs = list(zip(self.texts["validation"][0], datamodule.splits["validation"]["src_ids"]))
         self.readable_sources = [(text, ids) for text, ids in pairs if 5 <= len(ids) <= 12] or pairs
@@ -164,13 +166,20 @@ class TranslationModule(L.LightningModule):
         output_ids = search(self.model, batch["src"][rows], self.tokenizer.bos_id, self.tokenizer.eos_id, config)
         return dict(zip(indices, self.tokenizer.decode_tgt(output_ids, [sources[i] for i in indices])))
 
-    def _log_evaluation(self, batch: dict[str, Tensor], stage: str) -> None:
+    @staticmethod
+    def metric_prefix(split: str) -> str:
+        """``val``, ``test``; a fine-tune's original corpus: ``val_original``, ``test_original``."""
+        return split.replace("validation", "val")
+
+    def _log_evaluation(self, batch: dict[str, Tensor], split: str) -> None:
         loss, nll, accuracy = self._losses(batch)
+        stage = self.metric_prefix(split)
         self.log_dict({f"{stage}/loss": loss, f"{stage}/ppl": nll.exp(), f"{stage}/accuracy": accuracy},
-                      on_step=False, on_epoch=True, batch_size=batch["src"].size(0), sync_dist=True)
+                      on_step=False, on_epoch=True, batch_size=batch["src"].size(0), sync_dist=True,
+                      add_dataloader_idx=False)
 
     def on_validation_epoch_start(self) -> None:
-        self._hypotheses = {}
+        self._hypotheses = {split: {} for split in self.evaluated["validation"]}
         in_fit = fitting(self.trainer)
         # BLEU at every val_bleu_every-th validation of a fit (always outside one); the others are loss only.
         self.bleu_scored = not in_fit or self._validations % self.hparams.val_bleu_every == 0
@@ -179,37 +188,41 @@ class TranslationModule(L.LightningModule):
         if self._sums is not None:
             self._sums[3].zero_()  # ... and so do its tokens
 
-    def validation_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
-        self._log_evaluation(batch, "val")
+    def validation_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
+        split = self.evaluated["validation"][dataloader_idx]
+        self._log_evaluation(batch, split)
         chosen = batch["index"] < self.hparams.val_bleu_samples  # a fixed subset, the same every epoch
         if self.bleu_scored and chosen.any():
-            self._hypotheses.update(self._translate(batch, chosen, "validation", self.search_config.greedy))
+            self._hypotheses[split].update(self._translate(batch, chosen, split, self.search_config.greedy))
 
     def on_test_epoch_start(self) -> None:
-        self._hypotheses = {}
+        self._hypotheses = {split: {} for split in self.evaluated["test"]}
 
-    def test_step(self, batch: dict[str, Tensor], batch_idx: int) -> None:
-        self._log_evaluation(batch, "test")
-        self._hypotheses.update(self._translate(batch, slice(None), "test", self.search_config))
+    def test_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
+        split = self.evaluated["test"][dataloader_idx]
+        self._log_evaluation(batch, split)
+        self._hypotheses[split].update(self._translate(batch, slice(None), split, self.search_config))
 
     def _score(self, split: str) -> tuple[list[tuple[str, list[str], str]], Scores]:
         """Log corpus BLEU/chrF of this epoch's hypotheses; return (source, references, hypothesis) rows."""
-        hypotheses, (sources, references) = gathered(self._hypotheses), self.texts[split]
+        hypotheses, (sources, references) = gathered(self._hypotheses[split]), self.texts[split]
         rows = [(sources[i], references[i], hypotheses[i]) for i in sorted(hypotheses)]
         scores = corpus_scores([r[2] for r in rows], [r[1] for r in rows], self.pair.target)
-        stage = "val" if split == "validation" else "test"
-        self.log_dict({f"{stage}/bleu": scores.bleu, f"{stage}/chrf": scores.chrf}, prog_bar=True)
+        stage = self.metric_prefix(split)
+        self.log_dict({f"{stage}/bleu": scores.bleu, f"{stage}/chrf": scores.chrf}, prog_bar=stage in ("val", "test"),
+                      add_dataloader_idx=False)
         return rows, scores
 
     def on_validation_epoch_end(self) -> None:
         if self.bleu_scored:  # else nothing new to log: early stopping and the samples wait for the next
-            self.validation_rows, _ = self._score("validation")  # time to quality, samples: callbacks
+            scored = [self._score(split) for split in self.evaluated["validation"]]
+            self.validation_rows = scored[0][0]  # time to quality, samples: callbacks
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.check_finite()  # never save weights that a non-finite loss may have touched
 
-    def on_test_epoch_end(self) -> None:
-        self.test_result = self._score("test")  # written into the run folder by the TestReport callback
+    def on_test_epoch_end(self) -> None:  # written into the run folder by the TestReport callback
+        self.test_results = {split: self._score(split) for split in self.evaluated["test"]}
 
     # -- what the attention views draw (model/views/callback.py) -------------------------
     @torch.no_grad()

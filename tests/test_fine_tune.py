@@ -1,0 +1,89 @@
+"""fine_tune.py through train.py: a run fine-tuned from a trained one on a table of its own, its starting run's corpus
+replayed and scored beside it; another pair or shape refused in one line; a stopped fine-tune resumes as itself."""
+
+import json
+import signal
+import subprocess
+import time
+
+import pytest
+import torch
+from hydra.utils import instantiate
+
+import fine_tune
+from fine_tune import starting_run
+from helpers import NO_VIEWS, compose_train, final_step, run_train
+from model.inference.model_card import model_card
+from model.inference.run_folder import read_checkpoint
+from model.inference.translator import Translator
+from runtime.settings import SettingsError
+
+
+def health_table(folder):
+    """A small corpus of one topic as people keep one: a TSV, Spanish first, its header naming the columns."""
+    rows = [(f"El médico {i} está en el hospital.", f"The doctor {i} is at the hospital.") for i in range(200)]
+    path = folder / "health.tsv"
+    path.write_text("es\ten\n" + "".join(f"{es}\t{en}\n" for es, en in rows), encoding="utf-8")
+    return path
+
+
+def test_a_fine_tune_starts_from_the_runs_weights_tokenizer_and_shape_and_refuses_another_pair_or_shape(
+        smoke_run, tmp_path, monkeypatch):
+    cfg = compose_train("experiment=finetune", f"init_from={smoke_run}", "model.d_model=64", "model.dropout=0.2",
+                        f"paths.output_dir={tmp_path / 'tuned'}")
+    starting = starting_run(cfg)
+    base = read_checkpoint(smoke_run / "checkpoints" / "final.ckpt")
+    assert starting.checkpoint == smoke_run / "checkpoints" / "final.ckpt"
+    assert cfg.model.d_model == base["hyper_parameters"]["model_config"]["d_model"] == 32  # the run's shape
+    assert cfg.model.dropout == 0.2  # a dropout may change
+    assert cfg.data.tokenizer_from == str(smoke_run) and cfg.data.original.limit_pairs == 3000
+    model = instantiate(cfg.model)
+    starting.load_into(model, cfg)
+    assert all(torch.equal(w, base["state_dict"][f"model.{k}"]) for k, w in model.state_dict().items())
+
+    monkeypatch.setattr(fine_tune, "command_line_keys", lambda: {"model.d_model", "model.dropout"})
+    with pytest.raises(SettingsError) as refused:
+        starting_run(compose_train("experiment=finetune", f"init_from={smoke_run}", "model.d_model=64"))
+    assert str(refused.value) == (f"init_from={smoke_run}: model.d_model would change the shape of its model; a "
+                                  f"fine-tune keeps it (dropouts may change)")
+    with pytest.raises(SettingsError) as refused:
+        starting_run(compose_train("experiment=finetune", f"init_from={smoke_run}", "data.target_lang=nl"))
+    assert str(refused.value) == (f"init_from={smoke_run} translates English→Spanish, this run English→Dutch: a "
+                                  f"fine-tune keeps its starting run's pair (data.source_lang / data.target_lang)")
+    with pytest.raises(SettingsError, match=r"^init_from: .*nowhere: no such run folder or checkpoint$"):
+        starting_run(compose_train(f"init_from={tmp_path / 'nowhere'}"))
+
+
+def test_a_stopped_fine_tune_resumes_as_itself_and_scores_both_corpora(smoke_run, data_cache, tmp_path):
+    run_dir, corpus = tmp_path / "tuned", health_table(tmp_path)
+    args = ("experiment=finetune", f"init_from={smoke_run}", f"data.corpus_path={corpus}", "logger=csv", NO_VIEWS,
+            "runtime.max_time=null", "runtime.precision=32-true", "trainer.max_steps=30",
+            "trainer.val_check_interval=15", "runtime.last_every_n_steps=10", "module.val_bleu_samples=20", "module.search.beam_size=1",
+            "data.exclude_words=[ninguno]")  # lists and dicts among the settings: checkpoints still load safely
+    last = run_dir / "checkpoints" / "last.ckpt"
+    process = run_train(run_dir, data_cache, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while not last.is_file() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 143, stderr[-3000:]
+    assert "health.tsv as tsv: column 2 'en' → column 1 'es', header skipped" in stdout  # how the table was read
+    assert "tokenizer coverage of the new corpus: pieces per word src" in stdout
+    assert f"fine-tuning from {smoke_run / 'checkpoints' / 'final.ckpt'}" in stdout
+    saved_at = torch.load(last, weights_only=True)["global_step"]
+
+    result = run_train(run_dir, data_cache, *args)  # the same command: its own checkpoint, never init_from again
+    assert "resuming the interrupted run" in result.stdout and "fine-tuning from" not in result.stdout
+    assert "a fine-tune resumes from its own checkpoint" in result.stdout
+    assert saved_at < final_step(run_dir) == 30
+    scores = json.loads((run_dir / "test_metrics.json").read_text())
+    started = json.loads((smoke_run / "test_metrics.json").read_text())
+    assert scores["sentences"] == 20  # a tenth of 200
+    assert scores["original"]["sentences"] == started["sentences"]  # the starting run's own test split
+    assert 0 <= scores["original"]["bleu"] <= 100
+    metrics = "".join(path.read_text() for path in (run_dir / "csv").rglob("metrics.csv"))
+    assert all(name in metrics for name in ("val/bleu", "val_original/bleu", "test/bleu", "test_original/bleu"))
+    translator = Translator.load(run_dir, device="cpu")
+    card = model_card(translator.model, translator.settings, translator.files.checkpoint, tmp_path)
+    assert f"- fine-tuned from `{smoke_run}`" in card
