@@ -2,21 +2,23 @@
 replayed and scored beside it; another pair or shape refused in one line; a stopped fine-tune resumes as itself."""
 
 import json
+import logging
+import os
 import signal
-import subprocess
-import time
 
+import lightning as L
 import pytest
 import torch
 from hydra.utils import instantiate
 
 import fine_tune
 from fine_tune import starting_run
-from helpers import NO_VIEWS, compose_train, final_step, run_train
+from helpers import NO_VIEWS, compose_train, final_step
 from model.inference.model_card import model_card
 from model.inference.run_folder import read_checkpoint
 from model.inference.translator import Translator
 from runtime.settings import SettingsError
+from runtime.stop_and_clock import TrainingInterrupted
 
 
 def health_table(folder):
@@ -54,31 +56,43 @@ def test_a_fine_tune_starts_from_the_runs_weights_tokenizer_and_shape_and_refuse
         starting_run(compose_train(f"init_from={tmp_path / 'nowhere'}"))
 
 
-def test_a_stopped_fine_tune_resumes_as_itself_and_scores_both_corpora(smoke_run, data_cache, tmp_path):
-    run_dir, corpus = tmp_path / "tuned", health_table(tmp_path)
-    args = ("experiment=finetune", f"init_from={smoke_run}", f"data.corpus_path={corpus}", "logger=csv", NO_VIEWS,
-            "runtime.max_time=null", "runtime.precision=32-true", "trainer.max_steps=30",
-            "trainer.val_check_interval=15", "runtime.last_every_n_steps=10", "module.val_bleu_samples=20", "module.search.beam_size=1",
-            "data.exclude_words=[ninguno]")  # lists and dicts among the settings: checkpoints still load safely
-    last = run_dir / "checkpoints" / "last.ckpt"
-    process = run_train(run_dir, data_cache, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 300
-    while not last.is_file() and process.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    process.send_signal(signal.SIGTERM)
-    stdout, stderr = process.communicate(timeout=300)
-    assert process.returncode == 143, stderr[-3000:]
-    assert "health.tsv as tsv: column 2 'en' → column 1 'es', header skipped" in stdout  # how the table was read
-    assert "tokenizer coverage of the new corpus: pieces per word src" in stdout
-    assert f"fine-tuning from {smoke_run / 'checkpoints' / 'final.ckpt'}" in stdout
-    saved_at = torch.load(last, weights_only=True)["global_step"]
+class SigtermAt(L.Callback):
+    """SIGTERM to this process once training reaches ``step``, as a scheduler stops a job."""
 
-    result = run_train(run_dir, data_cache, *args)  # the same command: its own checkpoint, never init_from again
-    assert "resuming the interrupted run" in result.stdout and "fine-tuning from" not in result.stdout
-    assert "a fine-tune resumes from its own checkpoint" in result.stdout
-    assert saved_at < final_step(run_dir) == 30
-    scores = json.loads((run_dir / "test_metrics.json").read_text())
-    started = json.loads((smoke_run / "test_metrics.json").read_text())
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_train_batch_end(self, trainer: L.Trainer, *args) -> None:
+        if trainer.global_step == self.step:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_a_stopped_fine_tune_resumes_as_itself_and_scores_both_corpora(smoke_run, data_cache, tmp_path, caplog):
+    from train import train
+
+    caplog.set_level(logging.INFO)
+    run_dir, corpus = tmp_path / "tuned", health_table(tmp_path)
+    command = ("experiment=finetune", f"init_from={smoke_run}", f"data.corpus_path={corpus}", "logger=csv", NO_VIEWS,
+               f"paths.output_dir={run_dir}", f"data.cache_dir={data_cache}", "runtime.max_time=null",
+               "runtime.precision=32-true", "trainer.max_steps=30", "trainer.val_check_interval=15",
+               "trainer.log_every_n_steps=5", "module.val_bleu_samples=20", "module.search.beam_size=1",
+               "+callbacks.sigterm._target_=test_fine_tune.SigtermAt", "+callbacks.sigterm.step=12",
+               "data.exclude_words=[ninguno]")  # lists and dicts among the settings: checkpoints still load safely
+    with pytest.raises(TrainingInterrupted):
+        train(compose_train(*command))
+    said = caplog.text
+    assert "corpus: health.tsv as tsv: column 2 'en' → column 1 'es', header skipped" in said  # how it was read
+    assert "tokenizer coverage of the new corpus: pieces per word src" in said
+    assert f"fine-tuning from {smoke_run / 'checkpoints' / 'final.ckpt'}" in said
+    saved_at = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)["global_step"]
+    assert saved_at == 12
+
+    caplog.clear()
+    train(compose_train(*command))  # the same command: its own checkpoint, never init_from again
+    assert "resuming the interrupted run" in caplog.text and "fine-tuning from" not in caplog.text
+    assert "a fine-tune resumes from its own checkpoint" in caplog.text
+    assert final_step(run_dir) == 30
+    scores, started = (json.loads((run / "test_metrics.json").read_text()) for run in (run_dir, smoke_run))
     assert scores["sentences"] == 20  # a tenth of 200
     assert scores["original"]["sentences"] == started["sentences"]  # the starting run's own test split
     assert 0 <= scores["original"]["bleu"] <= 100
