@@ -4,8 +4,8 @@ Everything derived from the corpus is cached under ``cache_dir/<settings hash>/`
 second run with the same settings reads it instead of rebuilding. Batches come from a ``DataLoader`` on the
 host, or, on a GPU, are cut on the device from token ids copied there once (``data/device_batches.py``).
 A fine-tuned run (``original``) reads a second corpus, the one its starting run trained on, with the same
-tokenizer: a share of its training pairs is mixed in (``replay``), and it is validated and tested beside the
-new one (the ``*_original`` splits).
+tokenizer: its training pairs are mixed in, ``replay`` of them per new pair seen, and it is validated and
+tested beside the new one (the ``*_original`` splits).
 """
 
 from __future__ import annotations
