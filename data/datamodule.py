@@ -10,7 +10,6 @@ tested beside the new one (the ``*_original`` splits).
 
 from __future__ import annotations
 
-import codecs
 import hashlib
 import json
 import logging
@@ -26,7 +25,7 @@ from data.cache import prepare_cache, read_report, tokenized_splits
 from data.coverage import coverage_line
 from data.corpus import DEFAULT_CACHE, corpus_files, locate_corpus
 from data.languages import LanguagePair, pair_problems
-from data.readers import FORMATS, ParseReport, hub_pairs, read_pairs
+from data.readers import ParseReport, hub_pairs, read_pairs, reading_problems
 from data.device_batches import DeviceBatches
 from data.sampler import Collator, TokenBucketBatchSampler
 from data.splits import column, word_pattern
@@ -63,30 +62,12 @@ def data_problems(settings: Mapping, prefix: str = "") -> list[str]:
         problems.append(f"{prefix}max_tokens={settings.get('max_tokens', 4096)} cannot hold one pair of "
                         f"{prefix}max_sentence_len={settings.get('max_sentence_len', 128)} tokens")
     problems += reading_problems(settings, prefix)
-    on_device = settings.get("on_device", False)
-    if on_device not in (True, False):  # configs' "auto" is settled by the run machinery (runtime/machine.py)
-        problems.append(f"{prefix}on_device={on_device!r} must be true or false")
-    return problems
-
-
-def reading_problems(settings: Mapping, prefix: str = "") -> list[str]:
-    """What is refused among the settings that say how to read the corpus, and how much of another to replay."""
-    problems, fmt = [], settings.get("corpus_format", "auto")
-    if fmt not in FORMATS:
-        problems.append(f"{prefix}corpus_format={fmt!r} must be one of {', '.join(FORMATS)}")
-    if (fmt == "hub") != bool(settings.get("hub_path")) and not (fmt == "auto" and settings.get("hub_path")):
-        problems.append(f"{prefix}corpus_format=hub goes with {prefix}hub_path (and only it)")
-    columns = settings.get("columns")
-    if columns is not None and (isinstance(columns, str) or len(columns) < 2):
-        problems.append(f"{prefix}columns={columns!r} must list the file's columns in order, e.g. [id,en,es]")
-    if (encoding := settings.get("encoding")) is not None:
-        try:
-            codecs.lookup(encoding)
-        except (LookupError, TypeError):
-            problems.append(f"{prefix}encoding={encoding!r} is not an encoding Python knows (cp1252, latin-1, ...)")
     replay = settings.get("replay", 0.0)
     if isinstance(replay, bool) or not isinstance(replay, (int, float)) or replay < 0:
         problems.append(f"{prefix}replay={replay!r} must be a number >= 0 (original pairs per new training pair)")
+    on_device = settings.get("on_device", False)
+    if on_device not in (True, False):  # configs' "auto" is settled by the run machinery (runtime/machine.py)
+        problems.append(f"{prefix}on_device={on_device!r} must be true or false")
     return problems
 
 

@@ -19,17 +19,19 @@ a file that is not UTF-8 is refused where it stops being so, unless ``data.encod
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import logging
 import unicodedata
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from data.corpus import CorpusError, CorpusNotFoundError, aligned_files
-from data.languages import NAMES, THREE_LETTER, LanguagePair, download_language, language_name
+from data.corpus_text import check_tatoeba_language, decoded, file_text
+from data.languages import NAMES, THREE_LETTER, LanguagePair, download_language
 
 log = logging.getLogger(__name__)
 Pairs = list[tuple[str, str]]
@@ -76,52 +78,6 @@ class ParseReport:
             shown = ", ".join(map(str, self.first_lines.get(kind, [])))
             text += f"; {count} with {BAD_LINES[kind]} (line{'s' if count > 1 else ''} {shown}{', …' * (count > 5)})"
         return text
-
-
-def decoded(raw: bytes, where: str, encoding: str | None = None) -> str:
-    """``raw`` as text: UTF-8 (a byte-order mark dropped), or ``encoding``; a binary file, or a byte that is not
-    UTF-8, is a ``CorpusError`` naming the byte offset and line."""
-    if b"\x00" in raw and encoding is None:  # UTF-8 text never holds a NUL byte; binary files do
-        raise CorpusError(f"{where}: not a text file (it holds NUL bytes); expected a zip or UTF-8 text")
-    try:
-        return raw.decode(encoding or "utf-8-sig").removeprefix("\ufeff")
-    except UnicodeDecodeError as error:
-        line = raw.count(b"\n", 0, error.start) + 1
-        raise CorpusError(f"{where}: not {encoding or 'UTF-8'} text (byte 0x{raw[error.start]:02x} at offset "
-                          f"{error.start}, line {line}): save it as UTF-8, or name its encoding "
-                          f"(data.encoding=cp1252, latin-1, ...)") from None
-
-
-def _check_tatoeba_language(path: Path, member: str, pair: LanguagePair) -> None:
-    other = pair.other_than_english()
-    if other is None:
-        raise CorpusError(f"{path}: a Tatoeba download pairs English with one language, and {pair.describe()} has "
-                          f"no English side; give a .tsv or aligned files for it")
-    said = download_language(member)
-    if said is not None and said != other:
-        raise CorpusError(f"{path}: holds English–{language_name(said)} ({member}), not {pair.describe()}: "
-                          f"set data.source_lang / data.target_lang to its languages")
-
-
-def file_text(path: Path, pair: LanguagePair, encoding: str | None = None) -> str:
-    """The text of a corpus file; of a zip, its one sentence-pair ``.txt`` (a manythings download: not
-    ``_about.txt``, not ``__MACOSX/``), its language checked against the pair's."""
-    if path.suffix.lower() != ".zip" and not zipfile.is_zipfile(path):
-        return decoded(path.read_bytes(), str(path), encoding)
-    try:
-        with zipfile.ZipFile(path) as archive:
-            members = [n for n in archive.namelist() if n.endswith(".txt") and "__MACOSX/" not in n
-                       and not PurePosixPath(n).name.startswith(("_", "."))]
-            wanted = [n for n in members if PurePosixPath(n).name in pair.tatoeba_names()]
-            if not members:
-                raise CorpusError(f"{path} holds no sentence-pair .txt file (a manythings download holds one, "
-                                  f"such as spa.txt or nld.txt)")
-            member = (wanted or members)[0]
-            _check_tatoeba_language(path, member, pair)
-            raw = archive.read(member)
-    except (zipfile.BadZipFile, EOFError, OSError) as error:  # truncated or damaged
-        raise CorpusError(f"{path}: not a readable zip archive ({error})") from None
-    return decoded(raw, f"{path}:{member}", encoding)
 
 
 def detect_format(path: Path, text: str) -> str:
@@ -290,7 +246,7 @@ def read_pairs(path: Path, pair: LanguagePair, corpus_format: str = "auto", colu
         text = file_text(path, pair, encoding)
         fmt = detect_format(path, text) if corpus_format == "auto" else corpus_format
         if fmt == "tatoeba" and path.suffix.lower() != ".zip":
-            _check_tatoeba_language(path, path.name, pair)
+            check_tatoeba_language(path, path.name, pair)
         pairs, report = table_pairs(text, fmt, pair, path.name, columns, strict)
     if report.malformed > report.kept:
         raise CorpusError(f"{path}: {report.malformed} malformed lines against {report.kept} pairs of "
@@ -299,3 +255,21 @@ def read_pairs(path: Path, pair: LanguagePair, corpus_format: str = "auto", colu
     if report.skipped:
         log.warning("%s: %s", path.name, report.summary())
     return pairs, report
+
+
+def reading_problems(settings: Mapping, prefix: str = "") -> list[str]:
+    """What is refused among the settings that say how to read the corpus (``read_pairs``' own), one phrase each."""
+    problems, fmt = [], settings.get("corpus_format", "auto")
+    if fmt not in FORMATS:
+        problems.append(f"{prefix}corpus_format={fmt!r} must be one of {', '.join(FORMATS)}")
+    if (fmt == "hub") != bool(settings.get("hub_path")) and not (fmt == "auto" and settings.get("hub_path")):
+        problems.append(f"{prefix}corpus_format=hub goes with {prefix}hub_path (and only it)")
+    columns = settings.get("columns")
+    if columns is not None and (isinstance(columns, str) or len(columns) < 2):
+        problems.append(f"{prefix}columns={columns!r} must list the file's columns in order, e.g. [id,en,es]")
+    if (encoding := settings.get("encoding")) is not None:
+        try:
+            codecs.lookup(encoding)
+        except (LookupError, TypeError):
+            problems.append(f"{prefix}encoding={encoding!r} is not an encoding Python knows (cp1252, latin-1, ...)")
+    return problems

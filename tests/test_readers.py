@@ -8,7 +8,8 @@ import pytest
 
 from data.corpus import CorpusError, CorpusNotFoundError
 from data.languages import LanguagePair
-from data.readers import file_text, hub_pairs, read_pairs, table_pairs
+from data.corpus_text import file_text
+from data.readers import hub_pairs, read_pairs, table_pairs
 
 ES, NL, RU, JA = (LanguagePair("en", code) for code in ("es", "nl", "ru", "ja"))
 # Sentence pairs in three scripts: Latin with diacritics, Cyrillic (cased), Japanese (no letter case).
