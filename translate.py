@@ -7,6 +7,7 @@ other arguments are sentences.
     python translate.py run=outputs/my_run input=english.txt output=spanish.txt beam_size=1
     python translate.py run=outputs/my_run "The sky is blue." attention=sky.html
     python translate.py run=outputs/my_run "The sky is blue." attention=sky.png attention_all=true
+    python translate.py run=outputs/my_run input=english.txt scores=true   # TSV: translation, score, mark, flags
     python translate.py run=outputs/my_run serve=true
 
 Options (defaults in brackets; "the run's" = what the run was trained with, in its config.yaml):
@@ -21,8 +22,7 @@ replaced, each with one warning (the truncated lines by number).
 Typed or piped lines are translated as soon as they arrive. output=FILE is written to
 FILE.partial and renamed when done; Ctrl-C keeps what was translated there (exit 130).
 output= must be a regular file or a new path (a directory, device or FIFO is refused); a
-link to a file is written through to its target. beam_size is at most 64: wider beams cost
-memory and time and translate no better.
+link to a file is written through to its target. beam_size is at most 64.
 """
 
 from __future__ import annotations
@@ -50,8 +50,6 @@ if TYPE_CHECKING:  # torch and the model load after the arguments are checked
 
 OPTION = re.compile(r"^[a-z_]+(\.[a-z_]+)?=")
 ATTENTION_SUFFIXES = (".html", ".png", ".svg", ".pdf")
-
-
 SEARCH_OPTIONS = ("beam_size", "length_penalty", "max_len_a", "max_len_b", "max_sentence_len")
 
 
@@ -80,6 +78,8 @@ class TranslateConfig:
     max_len_b: int | None = option(None, "B", "(with max_len_a)", THE_RUNS)
     max_sentence_len: int | None = option(None, "N", "source tokens read; longer sentences are cut",
                                           "the run's data.max_sentence_len")
+    scores: bool = option(False, "BOOL", "TSV lines: translation, score (mean log-probability per token), mark "
+                          "(fine, check, likely wrong) and flags (repeats, length, cut) of the least sure sentence")
     batch_size: int = option(64, "N", "sentences per batch (sorted by length within a chunk)")
     chunk_size: int = option(2000, "N", "lines read at a time from a stream: bounds the memory used")
     device: str = option("auto", "D", "auto | cpu | cuda")
@@ -235,7 +235,7 @@ def translate_lines(cfg: TranslateConfig, sentences: list[str], translator: Tran
                 translations = translator.translate(chunk, batch_size=cfg.batch_size)
                 if cfg.attention and drawn is None:  # the first non-empty line
                     drawn = next((t for t in translations if t.sentences), None)
-                out.write("".join(t.text + "\n" for t in translations))
+                out.write("".join((t.tsv() if cfg.scores else t.text) + "\n" for t in translations))
                 out.flush()
                 cut += [done + n for n, t in enumerate(translations, 1) if t.cut]
                 done += len(chunk)
@@ -246,7 +246,7 @@ def translate_lines(cfg: TranslateConfig, sentences: list[str], translator: Tran
     except BrokenPipeError:  # `… | head`: the reader has all it wants
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error when Python flushes at exit
         return 0
-    report(translator, reader, cut)
+    report(translator, reader, cut, cfg.scores)
     if drawn:
         views = [translator.sentence_view(sentence) for sentence in drawn.sentences]
         for path in draw_attention(views, cfg.attention, cfg.attention_all, f"{drawn.source} → {drawn.text}"):
@@ -279,8 +279,10 @@ def draw_attention(views: list[SentenceView], path: str, every_layer: bool, titl
     return written
 
 
-def report(translator: Translator, reader, cut: list[int]) -> None:
-    """One warning per kind of input that was changed to be translatable."""
+def report(translator: Translator, reader, cut: list[int], scores: bool = False) -> None:
+    """One warning per kind of input that was changed to be translatable; scores=true without marks."""
+    if scores and translator.calibration is None:
+        warn("this run has no confidence.json: scores without marks (python scripts/calibrate.py RUN sets them)")
     if cut:
         shown = ", ".join(map(str, cut[:10])) + (f" and {len(cut) - 10} more" if len(cut) > 10 else "")
         warn(f"{translator.truncated} sentence(s) longer than {translator.max_source_tokens} tokens, even cut at "

@@ -6,6 +6,7 @@ validation, test and ``translate.py`` — in the spirit of the Annotated Transfo
 self-attention keys/values of earlier steps and the encoder memory's cross-attention
 keys/values come from the cache. ``sentence_attention`` then recomputes, by teacher forcing,
 every attention weight of one translated sentence, for exactly the ids the search produced.
+What a search returns (with each token's log-probability, read as it searches) is ``search_outputs.py``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
+from model.search_outputs import Hypotheses, Output, produced
 from model.transformer import AttentionMaps, Seq2SeqTransformer
 
 
@@ -68,12 +70,13 @@ KeepRows = Callable[[], list[bool]]
 
 @torch.no_grad()
 def search(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
-           config: SearchConfig = SearchConfig(), keep_rows: KeepRows | None = None) -> list[list[int]]:
+           config: SearchConfig = SearchConfig(), keep_rows: KeepRows | None = None) -> list[Output]:
     """Translate a right-padded batch src (B, S) by greedy or beam search.
 
-    Returns per source row the output ids as produced: up to and including the EOS when the
-    search reached one, without padding (the tokenizer's decoding drops the EOS). More than
-    ``MAX_SEARCH_ROWS`` hypotheses are searched in parts of that many.
+    Returns per source row the output as produced: its ids up to and including the EOS when the
+    search reached one, without padding (the tokenizer's decoding drops the EOS), and their
+    log-probabilities, read from the search itself. More than ``MAX_SEARCH_ROWS`` hypotheses are
+    searched in parts of that many.
     """
     part = max(1, MAX_SEARCH_ROWS // config.beam_size)  # source rows per part
     if src.size(0) > part:
@@ -81,10 +84,10 @@ def search(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
                 for ids in search(model, src[start : start + part], bos_id, eos_id, config,
                                   keep_rows and (lambda start=start: keep_rows()[start : start + part]))]
     if config.beam_size == 1:
-        tokens = greedy_decode(model, src, bos_id, eos_id, config, keep_rows=keep_rows)
+        found = greedy_decode(model, src, bos_id, eos_id, config, keep_rows=keep_rows)
     else:  # the best alone: sentences end once it is decided
-        tokens, _ = beam_search(model, src, bos_id, eos_id, config, keep_rows)
-    return produced_ids(tokens, eos_id, model.pad_id)
+        found = beam_search(model, src, bos_id, eos_id, config, keep_rows)
+    return produced(found.tokens, found.log_probs, eos_id, model.pad_id)
 
 
 def dropped_rows(keep_rows: KeepRows | None, device: torch.device) -> Tensor | bool:
@@ -119,8 +122,9 @@ def output_limits(src: Tensor, pad_id: int, config: SearchConfig, limit: int) ->
 @torch.no_grad()
 def greedy_decode(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
                   config: SearchConfig = SearchConfig(), use_cache: bool = True,
-                  keep_rows: KeepRows | None = None) -> Tensor:
-    """src (B, S) -> tokens (B, T) without BOS, ending at EOS, then padded with ``pad_id``.
+                  keep_rows: KeepRows | None = None) -> Hypotheses:
+    """src (B, S) -> tokens (B, T) without BOS, ending at EOS, then padded with ``pad_id``; their scores (B,)
+    as a beam of one would rank them, and each token's log-probability (B, T), 0 at padding.
 
     Only ``config``'s length limits apply; ``use_cache=False`` re-runs the whole prefix each step.
     """
@@ -129,17 +133,24 @@ def greedy_decode(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: i
     memory = model.encode(src)
     cache = model.new_cache() if use_cache else None
     tokens = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)
+    log_probs = torch.zeros(batch, 0, device=src.device)  # (B, steps so far)
     finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
     for step in range(int(limits.max())):
         step_input = tokens[:, -1:] if use_cache else tokens  # uncached: re-run the whole prefix
-        logits = model.decode(step_input, memory, src, cache)[:, -1]  # (B, vocab)
-        next_token = logits.argmax(dim=-1).masked_fill(finished, pad_id)
+        logits = model.decode(step_input, memory, src, cache)[:, -1].float()  # (B, vocab)
+        next_token = logits.argmax(dim=-1)
+        # Its log-probability: its logit less the log of the softmax's denominator (one pass, no softmax kept).
+        log_prob = (logits.gather(1, next_token[:, None]).squeeze(1) - logits.logsumexp(dim=-1)).masked_fill(finished, 0.0)
+        next_token = next_token.masked_fill(finished, pad_id)
         tokens = torch.cat([tokens, next_token[:, None]], dim=1)
+        log_probs = torch.cat([log_probs, log_prob[:, None]], dim=1)
         finished |= (next_token == eos_id) | (limits <= step + 1)  # ended, or at its own length limit
         finished |= dropped_rows(keep_rows, src.device)
         if finished.all():
             break
-    return tokens[:, 1:]
+    lengths = (tokens[:, 1:] != pad_id).sum(dim=1)  # the EOS counts, padding does not
+    scores = log_probs.sum(dim=1) / length_penalty_factor(lengths, config.length_penalty)
+    return Hypotheses(tokens[:, 1:], scores, log_probs)
 
 
 def length_penalty_factor(length: Tensor, alpha: float) -> Tensor:
@@ -155,17 +166,19 @@ def beam_search(
     eos_id: int,
     config: SearchConfig = SearchConfig(),
     keep_rows: KeepRows | None = None,
-) -> tuple[Tensor, Tensor]:
-    """src (B, S) -> best tokens (B, T) (as ``greedy_decode``) and their normalized scores (B,)."""
-    tokens, scores = beam_hypotheses(model, src, bos_id, eos_id, config, best_only=True, keep_rows=keep_rows)
-    return tokens[:, 0], scores[:, 0]
+) -> Hypotheses:
+    """src (B, S) -> the best tokens (B, T) (as ``greedy_decode``), their normalized scores (B,), their
+    tokens' log-probabilities (B, T)."""
+    beams = beam_hypotheses(model, src, bos_id, eos_id, config, best_only=True, keep_rows=keep_rows)
+    return Hypotheses(*(found[:, 0] for found in beams))
 
 
 @torch.no_grad()
 def beam_hypotheses(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
                     config: SearchConfig = SearchConfig(), best_only: bool = False,
-                    keep_rows: KeepRows | None = None) -> tuple[Tensor, Tensor]:
-    """src (B, S) -> all ``beam_size`` hypotheses (B, k, T), best first, and their normalized scores (B, k).
+                    keep_rows: KeepRows | None = None) -> Hypotheses:
+    """src (B, S) -> all ``beam_size`` hypotheses (B, k, T), best first, their normalized scores (B, k) and
+    their tokens' log-probabilities (B, k, T).
 
     Finished hypotheses stay in the beam, frozen: they can only extend with padding at no
     cost, so they compete with the live ones until their sentence ends, when all k have
@@ -187,7 +200,8 @@ def beam_hypotheses(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id:
     scores[:, 1:] = float("-inf")  # all k hypotheses start identical: keep only one alive
     finished = torch.zeros(batch * k, dtype=torch.bool, device=device)
     lengths = torch.zeros(batch * k, device=device)
-    ended: list[tuple[Tensor, Tensor, Tensor, Tensor]] = []  # (sentences, tokens, scores, lengths) as they end
+    log_probs = torch.zeros(batch * k, 0, device=device)  # (B·k, steps so far): each token's, 0 at padding
+    ended: list[tuple[Tensor, ...]] = []  # (sentences, tokens, scores, lengths, log_probs) as they end
     for step in range(int(limits.max())):
         searched = scores.size(0)
         logits = model.decode(tokens[:, -1:], memory, src, cache)[:, -1].float()  # (B·k, vocab)
@@ -199,6 +213,7 @@ def beam_hypotheses(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id:
             candidates[finished, pad_id] = scores.view(-1)[finished]
         vocab = candidates.size(-1)
         candidates = candidates.view(searched, k * vocab)  # (B, k·vocab)
+        previous = scores.view(-1)
         scores, flat_index = candidates.topk(k, dim=-1)  # (B, k)
         origin = flat_index // vocab + torch.arange(searched, device=device)[:, None] * k  # (B, k)
         origin, next_token = origin.view(-1), (flat_index % vocab).view(-1)
@@ -206,6 +221,8 @@ def beam_hypotheses(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id:
         finished, lengths = finished[origin], lengths[origin]
         lengths = lengths + (~finished).float()  # EOS counts, padding does not
         tokens = torch.cat([tokens[origin], next_token[:, None]], dim=1)
+        # The new token's log-probability is what it added to its hypothesis's score (0 for padding).
+        log_probs = torch.cat([log_probs[origin], (scores.view(-1) - previous[origin])[:, None]], dim=1)
         # Ended, or at its sentence's own length limit (hypotheses stay within their sentence's rows).
         finished = finished | (next_token == eos_id) | (limits.repeat_interleave(k) <= step + 1)
         done = finished.view(searched, k).all(dim=1)  # (B,): sentences whose k hypotheses all ended
@@ -215,7 +232,8 @@ def beam_hypotheses(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id:
             done |= dropped_rows(keep_rows, device)[sentence]  # its rows leave with the ended ones
         if not done.any():
             continue
-        ended.append((sentence[done], tokens.view(searched, k, -1)[done], scores[done], lengths.view(searched, k)[done]))
+        ended.append((sentence[done], tokens.view(searched, k, -1)[done], scores[done], lengths.view(searched, k)[done],
+                      log_probs.view(searched, k, -1)[done]))
         if done.all():
             break
         # The ended sentences leave the batch: the rest decode without them.
@@ -223,7 +241,7 @@ def beam_hypotheses(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id:
         rows = (kept[:, None] * k + torch.arange(k, device=device)).view(-1)  # (B'·k,)
         cache.keep(rows, kept)
         memory, src, limits, sentence, scores = memory[kept], src[kept], limits[kept], sentence[kept], scores[kept]
-        tokens, finished, lengths = tokens[rows], finished[rows], lengths[rows]
+        tokens, finished, lengths, log_probs = tokens[rows], finished[rows], lengths[rows], log_probs[rows]
     return ranked_hypotheses(ended, batch, k, pad_id, config.length_penalty)
 
 
@@ -245,41 +263,19 @@ def decided(scores: Tensor, finished: Tensor, lengths: Tensor, limits: Tensor, a
     return finished.any(dim=1) & (live < best_raw) & (ceiling < best_normalized)
 
 
-def ranked_hypotheses(ended: list[tuple[Tensor, Tensor, Tensor, Tensor]], batch: int, k: int, pad_id: int,
-                      alpha: float) -> tuple[Tensor, Tensor]:
+def ranked_hypotheses(ended: list[tuple[Tensor, ...]], batch: int, k: int, pad_id: int, alpha: float) -> Hypotheses:
     """The sentences' beams as they ended, back in input order: hypotheses (B, k, T) without BOS,
-    padded, best first by length-normalized score, and those scores (B, k)."""
-    longest = max(tokens.size(-1) for _, tokens, _, _ in ended) - 1
+    padded, best first by length-normalized score, those scores (B, k), their tokens' log-probabilities."""
+    longest = max(tokens.size(-1) for _, tokens, *_ in ended) - 1
     device = ended[0][1].device
     hypotheses = torch.full((batch, k, longest), pad_id, dtype=torch.long, device=device)
+    log_probs = torch.zeros(batch, k, longest, device=device)
     normalized = torch.empty(batch, k, device=device)
-    for sentences, tokens, scores, lengths in ended:
+    for sentences, tokens, scores, lengths, token_log_probs in ended:
         hypotheses[sentences, :, : tokens.size(-1) - 1] = tokens[..., 1:]  # BOS dropped
+        log_probs[sentences, :, : token_log_probs.size(-1)] = token_log_probs
         normalized[sentences] = scores / length_penalty_factor(lengths, alpha)
     # Best first; among equal scores the earlier hypothesis, as argmax would pick it.
     order = normalized.sort(dim=-1, descending=True, stable=True).indices  # (B, k)
-    return hypotheses.gather(1, order[..., None].expand_as(hypotheses)), normalized.gather(1, order)
-
-
-@torch.no_grad()
-def sequence_log_prob(model: Seq2SeqTransformer, src: Tensor, hyp: Tensor, bos_id: int, eos_id: int) -> Tensor:
-    """Total log-probability (B,) the model gives to hypotheses ``hyp`` (B, T) up to their EOS."""
-    pad_id = model.pad_id
-    tgt_in = torch.cat([torch.full_like(hyp[:, :1], bos_id), hyp[:, :-1]], dim=1)
-    log_probs = model(src, tgt_in).float().log_softmax(dim=-1)
-    token_lp = log_probs.gather(-1, hyp[..., None]).squeeze(-1)  # (B, T)
-    return token_lp.masked_fill(hyp == pad_id, 0.0).sum(dim=1)
-
-
-def produced_ids(tokens: Tensor, eos_id: int, pad_id: int) -> list[list[int]]:
-    """(B, T) ids -> per-sentence id lists up to and including the first EOS, padding removed."""
-    result = []
-    for row in tokens.tolist():
-        ids = []
-        for t in row:
-            if t != pad_id:
-                ids.append(t)
-            if t == eos_id:
-                break
-        result.append(ids)
-    return result
+    by_rank = order[..., None].expand_as(hypotheses)
+    return Hypotheses(hypotheses.gather(1, by_rank), normalized.gather(1, order), log_probs.gather(1, by_rank))

@@ -3,9 +3,10 @@
     python translate.py run=outputs/my_run serve=true            # http://127.0.0.1:8000/ (API docs: /docs)
 
 ``POST /translate`` with ``{"lines": [...], "beam_size": 5, "attention": false}`` answers
-``{"translations": [...], "cut": [], "attention": null, "n_best": null}``: one translation per line, in order,
-empty for an empty line, each line translated sentence by sentence (``model/inference/translator.py``);
-``cut``: the lines with a sentence truncated to the model's length; with ``"attention": true`` also the
+``{"translations": [...], "cut": [], "confidence": [...], "attention": null, "n_best": null}``: one translation
+per line, in order, empty for an empty line, each line translated sentence by sentence
+(``model/inference/translator.py``); ``cut``: the lines with a sentence truncated to the model's length;
+``confidence``: each line's score, mark and flags, and each sentence's (``model/confidence.py``); with ``"attention": true`` also the
 explorer's data for every sentence of the first non-empty line (the same data ``translate.py
 attention=x.html`` embeds), with ``"n_best": true`` every hypothesis the beam ended with for its first
 sentence, best first, with scores. Requests take turns in shared
@@ -78,6 +79,10 @@ class TranslateResponse(BaseModel):
     translations: list[str]
     cut: list[int] = Field(default_factory=list, description="lines (from 0) with a sentence longer than the model "
                                                              "reads, even cut at its inner punctuation: truncated")
+    confidence: list[dict | None] = Field(default_factory=list, description=(
+        "per line (null for an empty line): score (mean log-probability per output token; 0 is sure), mark (fine, "
+        "check, likely wrong; null for a run without confidence.json), flags (repeats, length, cut), and the same "
+        "per sentence with its tokens and their probabilities"))
     attention: dict | None = None
     n_best: list[Hypothesis] | None = None
 
@@ -199,7 +204,8 @@ async def translate(request: TranslateRequest, http: Request) -> TranslateRespon
     costs = work(request, tokens, config, limits)
     deadline = time.monotonic() + limits.deadline
     results = await run_on_model(http, request.lines, config, costs, deadline)
-    reply = TranslateResponse(translations=[t.text for t in results], cut=[i for i, t in enumerate(results) if t.cut])
+    reply = TranslateResponse(translations=[t.text for t in results], cut=[i for i, t in enumerate(results) if t.cut],
+                              confidence=[translator.confidence_record(t) for t in results])
     first = next((i for i, line in enumerate(request.lines) if line.strip()), None)
     if first is not None and request.attention:
         call = lambda: attention_data(translator, results[first])  # noqa: E731

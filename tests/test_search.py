@@ -11,12 +11,15 @@ from model.search import (
     greedy_decode,
     length_penalty_factor,
     output_limits,
-    produced_ids,
     search,
     sentence_attention,
-    sequence_log_prob,
 )
+from model.search_outputs import produced_ids, sequence_log_prob
 from model.transformer import Seq2SeqTransformer
+
+
+def ids_of(outputs) -> list[list[int]]:
+    return [output.ids for output in outputs]
 
 
 def random_model(output_rows: int | slice, factor: float) -> Seq2SeqTransformer:
@@ -50,18 +53,22 @@ def sources():
 
 
 def test_cached_greedy_equals_uncached(model, sources):
-    assert torch.equal(greedy_decode(model, sources, BOS, EOS), greedy_decode(model, sources, BOS, EOS, use_cache=False))
+    cached, uncached = greedy_decode(model, sources, BOS, EOS), greedy_decode(model, sources, BOS, EOS, use_cache=False)
+    assert torch.equal(cached.tokens, uncached.tokens)
+    torch.testing.assert_close(cached.log_probs, uncached.log_probs)
 
 
 def test_beam_size_one_is_exactly_greedy(model, sources):
     greedy = greedy_decode(model, sources, BOS, EOS)
-    beam, _ = beam_search(model, sources, BOS, EOS, SearchConfig(beam_size=1))
-    assert torch.equal(beam, greedy)
+    beam = beam_search(model, sources, BOS, EOS, SearchConfig(beam_size=1))
+    assert torch.equal(beam.tokens, greedy.tokens)
+    torch.testing.assert_close(beam.scores, greedy.scores)
+    torch.testing.assert_close(beam.log_probs, greedy.log_probs)
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
 def test_larger_beams_never_score_below_greedy(model, sources, alpha):
-    greedy = greedy_decode(model, sources, BOS, EOS)
+    greedy = greedy_decode(model, sources, BOS, EOS).tokens
 
     def normalized(tokens):
         lengths = (tokens != PAD).sum(1).float()  # EOS counts, padding does not
@@ -69,7 +76,7 @@ def test_larger_beams_never_score_below_greedy(model, sources, alpha):
 
     greedy_score = normalized(greedy)
     for k in (2, 4, 8):
-        beam, beam_score = beam_search(model, sources, BOS, EOS, SearchConfig(beam_size=k, length_penalty=alpha))
+        beam, beam_score, _ = beam_search(model, sources, BOS, EOS, SearchConfig(beam_size=k, length_penalty=alpha))
         # The score beam search reports is the model's own length-normalized log-probability.
         torch.testing.assert_close(beam_score, normalized(beam), atol=1e-4, rtol=1e-4)
         assert torch.all(beam_score >= greedy_score - 1e-5), (k, beam_score - greedy_score)
@@ -79,7 +86,7 @@ def test_outputs_end_at_eos_and_respect_each_sentences_length_limit(model, sourc
     config = SearchConfig(max_len_a=1.0, max_len_b=2)
     limits = output_limits(sources, PAD, config, model.max_len)
     assert limits.tolist() == [(row != PAD).sum().item() + 2 for row in sources]  # a · its length + b
-    for out in (greedy_decode(model, sources, BOS, EOS, config), beam_search(model, sources, BOS, EOS, config)[0]):
+    for out in (greedy_decode(model, sources, BOS, EOS, config).tokens, beam_search(model, sources, BOS, EOS, config).tokens):
         for row, limit in zip(out.tolist(), limits.tolist()):
             assert len([t for t in row if t != PAD]) <= limit
             if EOS in row:  # nothing but padding after the first EOS
@@ -92,7 +99,8 @@ def test_a_translation_does_not_depend_on_its_batch(model, sources, beam_size):
     config = SearchConfig(beam_size=beam_size, max_len_a=1.0, max_len_b=2)
     together = search(model, sources, BOS, EOS, config)
     alone = [search(model, sources[i : i + 1, : (sources[i] != PAD).sum()], BOS, EOS, config)[0] for i in range(12)]
-    assert together == alone
+    assert ids_of(together) == ids_of(alone)
+    torch.testing.assert_close([o.log_prob for o in together], [o.log_prob for o in alone])
 
 
 def test_produced_ids_end_with_the_eos_the_search_reached():
@@ -103,18 +111,16 @@ def test_produced_ids_end_with_the_eos_the_search_reached():
 def test_search_is_greedy_or_beam_up_to_the_eos(ending_model, sources, beam_size):
     model = ending_model
     config = SearchConfig(beam_size=beam_size, length_penalty=0.6, max_len_a=1.5, max_len_b=10)
-    if beam_size == 1:
-        tokens = greedy_decode(model, sources, BOS, EOS, config)
-    else:
-        tokens, _ = beam_search(model, sources, BOS, EOS, config)
-    assert search(model, sources, BOS, EOS, config) == produced_ids(tokens, EOS, PAD)
+    found = (greedy_decode if beam_size == 1 else beam_search)(model, sources, BOS, EOS, config)
+    tokens = found.tokens
+    assert ids_of(search(model, sources, BOS, EOS, config)) == produced_ids(tokens, EOS, PAD)
     assert any(EOS in row for row in tokens.tolist())  # some sentences did end: the cut was exercised
 
 
 def test_sentence_attention_is_that_of_the_chosen_hypothesis(ending_model, sources):
     model = ending_model
-    outputs = search(model, sources, BOS, EOS, SearchConfig(beam_size=4))
-    tokens, _ = beam_search(model, sources, BOS, EOS, SearchConfig(beam_size=4))
+    outputs = ids_of(search(model, sources, BOS, EOS, SearchConfig(beam_size=4)))
+    tokens = beam_search(model, sources, BOS, EOS, SearchConfig(beam_size=4)).tokens
     assert EOS in tokens[0].tolist() and EOS in tokens[5].tolist()  # both ended: EOS is among their queries
     for row in (0, 5):
         src_ids = [t for t in sources[row].tolist() if t != PAD]
@@ -126,7 +132,7 @@ def test_sentence_attention_is_that_of_the_chosen_hypothesis(ending_model, sourc
         torch.testing.assert_close(sentence.maps.cross[-1], full.cross[-1][0])
         assert sentence.maps.cross[0].shape[1:] == (len(produced), len(src_ids))
     # Greedy: teacher forcing on the recorded inputs predicts exactly the recorded outputs.
-    output_ids = search(model, sources[2:3], BOS, EOS, SearchConfig(beam_size=1))[0]
+    output_ids = search(model, sources[2:3], BOS, EOS, SearchConfig(beam_size=1))[0].ids
     sentence = sentence_attention(model, [t for t in sources[2].tolist() if t != PAD], output_ids, BOS)
     logits = model(torch.tensor([sentence.src_ids]), torch.tensor([sentence.input_ids]))
     assert logits.argmax(-1)[0].tolist() == sentence.output_ids
@@ -150,14 +156,14 @@ def test_a_large_batch_is_searched_in_bounded_parts(ending_model, sources, monke
     calls = []
     real_beam_search = search_module.beam_search
     monkeypatch.setattr(search_module, "beam_search", lambda m, src, *a: calls.append(len(src)) or real_beam_search(m, src, *a))
-    assert search(ending_model, sources, BOS, EOS, config) == [ids for part in parts for ids in part]
+    assert ids_of(search(ending_model, sources, BOS, EOS, config)) == [ids for part in parts for ids in ids_of(part)]
     assert calls == [3, 3, 3, 3]  # never more than 12 hypotheses at once
 
 
 def test_the_beams_hypotheses_come_best_first_with_their_own_scores(model, sources):
     config = SearchConfig(beam_size=4, length_penalty=0.6)
-    hypotheses, scores = beam_hypotheses(model, sources, BOS, EOS, config)
-    best, best_score = beam_search(model, sources, BOS, EOS, config)
+    hypotheses, scores, _ = beam_hypotheses(model, sources, BOS, EOS, config)
+    best, best_score, _ = beam_search(model, sources, BOS, EOS, config)
     assert hypotheses.shape[:2] == (12, 4) and torch.equal(hypotheses[:, 0], best) and torch.equal(scores[:, 0], best_score)
     assert torch.all(scores[:, :-1] >= scores[:, 1:])  # best first
     for j in range(4):  # each score is the model's own length-normalized log-probability of that hypothesis
@@ -185,27 +191,27 @@ def test_the_same_hypotheses_as_the_plain_beam_search(ending_model, varied_sourc
     from frozen_search import plain_beam_hypotheses
 
     config = SearchConfig(beam_size=beam_size, length_penalty=alpha)
-    tokens, scores = beam_hypotheses(ending_model, varied_sources, BOS, EOS, config)
+    tokens, scores, _ = beam_hypotheses(ending_model, varied_sources, BOS, EOS, config)
     plain_tokens, plain_scores = plain_beam_hypotheses(ending_model, varied_sources, BOS, EOS, config)
     ids = [produced_ids(sentence, EOS, PAD) for sentence in tokens]
     assert ids == [produced_ids(sentence, EOS, PAD) for sentence in plain_tokens]
     torch.testing.assert_close(scores, plain_scores, rtol=1e-5, atol=1e-6)
     best = [hypotheses[0] for hypotheses in ids]
     assert len({len(output) for output in best}) > 2 and any(EOS in output for output in best)  # ended apart
-    assert search(ending_model, varied_sources, BOS, EOS, config) == best
+    assert ids_of(search(ending_model, varied_sources, BOS, EOS, config)) == best
 
 
 @pytest.mark.parametrize("beam_size", [1, 4])
 def test_rows_no_longer_wanted_end_at_the_next_step_and_the_others_are_unchanged(model, sources, beam_size):
     config = SearchConfig(beam_size=beam_size, max_len_a=3.0)
-    whole = search(model, sources, BOS, EOS, config)
+    whole = ids_of(search(model, sources, BOS, EOS, config))
     asked = []
 
     def keep_rows() -> list[bool]:  # rows 2 and 5 are dropped after the third step
         asked.append(True)
         return [len(asked) <= 3 or row not in (2, 5) for row in range(len(sources))]
 
-    cut = search(model, sources, BOS, EOS, config, keep_rows)
+    cut = ids_of(search(model, sources, BOS, EOS, config, keep_rows))
     assert [ids for row, ids in enumerate(cut) if row not in (2, 5)] == \
         [ids for row, ids in enumerate(whole) if row not in (2, 5)]
     assert all(len(cut[row]) <= 4 < len(whole[row]) for row in (2, 5))

@@ -1,6 +1,7 @@
 """serving/server.py: the JSON API in-process (FastAPI's test client), requests batched together,
 and a real server on a local port that Ctrl-C stops cleanly. (Its promises with a slow model: test_server_load.py.)"""
 
+import math
 import shutil
 import socket
 import subprocess
@@ -12,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from helpers import ROOT, explorer_data, post, resident_kib, serving
+from model.confidence import MARKS
 from model.inference.translator import Translator
 from model.search import SearchConfig
 from serving.limits import Limits
@@ -38,8 +40,24 @@ def test_translations_in_order_and_empty_lines_stay_empty(client, translator):
     answer = client.post("/translate", json={"lines": lines, "beam_size": 1})
     assert answer.status_code == 200
     expected = [t.text for t in translator.translate(lines, SearchConfig(beam_size=2).greedy)]
-    assert answer.json() == {"translations": expected, "cut": [], "attention": None, "n_best": None}
+    reply = answer.json()
+    assert reply.pop("confidence")[1] is None  # an empty line has none
+    assert reply == {"translations": expected, "cut": [], "attention": None, "n_best": None}
     assert expected[1] == expected[3] == ""
+
+
+def test_each_line_and_each_sentence_comes_with_its_confidence(client, translator):
+    lines = ["Tom is very tall. It is late.", "I like cats."]
+    line, single = client.post("/translate", json={"lines": lines, "beam_size": 1}).json()["confidence"]
+    assert set(line) == {"score", "mark", "flags", "sentences"} and line["mark"] in MARKS
+    assert [s["source"] for s in line["sentences"]] == ["Tom is very tall.", "It is late."]
+    for sentence in line["sentences"] + single["sentences"]:
+        assert len(sentence["tokens"]) == len(sentence["probabilities"]) and sentence["mark"] in MARKS
+        mean = sum(math.log(p) for p in sentence["probabilities"]) / len(sentence["probabilities"])
+        assert sentence["score"] == pytest.approx(mean, abs=2e-3)  # the mean log-probability of its tokens
+    ranks = {mark: rank for rank, mark in enumerate(MARKS)}
+    worst = max(line["sentences"], key=lambda s: (ranks[s["mark"]], -s["score"]))
+    assert (line["score"], line["mark"]) == (worst["score"], worst["mark"])  # a line is as sure as its least sure
 
 
 def test_a_pasted_paragraph_is_one_line_and_its_attention_holds_every_sentence(client, translator):
@@ -195,6 +213,12 @@ def test_the_page_in_a_real_browser(browser, smoke_run, tmp_path):
         item = WebDriverWait(browser, 60).until(expected_conditions.presence_of_element_located(
             (By.CSS_SELECTOR, "#translations li b")))
         assert item.text == expected["translations"][0]
+        badge = browser.find_element(By.CSS_SELECTOR, "#translations li .badge")  # the line's mark, its score on hover
+        assert badge.text == expected["confidence"][0]["mark"] and "score" in badge.get_attribute("title")
+        browser.find_element(By.ID, "tint").click()  # the tokens, tinted by their probability
+        tokens = browser.find_elements(By.CSS_SELECTOR, "#translations li span.token")
+        assert [t.get_attribute("title") for t in tokens] == [f"{p:.3f}" for s in expected["confidence"][0]["sentences"]
+                                                              for p in s["probabilities"]]
         browser.switch_to.frame(browser.find_element(By.ID, "explorer"))
         WebDriverWait(browser, 30).until(expected_conditions.presence_of_element_located((By.ID, "model-view")))
         browser.find_element(By.CSS_SELECTOR, '#model-view canvas[data-layer="0"][data-head="1"]').click()

@@ -102,7 +102,7 @@ def test_tiny_model_learns_copy_and_reverse():
         optimizer.step()
     model.eval()
     src, tgt = copy_reverse_batch(200, generator=torch.Generator().manual_seed(1))
-    out = greedy_decode(model, src, BOS, EOS, SearchConfig(max_len_a=2.0, max_len_b=2))
+    out = greedy_decode(model, src, BOS, EOS, SearchConfig(max_len_a=2.0, max_len_b=2)).tokens
     real = tgt != PAD
     width = min(out.size(1), tgt.size(1))
     correct = (out[:, :width] == tgt[:, :width]) & real[:, :width]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, explorer_data
+from model.confidence import MARKS
 from model.search import SearchConfig
 from model.inference.translator import Translator
 
@@ -49,6 +50,17 @@ def test_a_pasted_line_gives_one_line_as_the_translator_and_a_truncated_one_is_n
     expected = [t.text for t in Translator.load(smoke_run).translate(lines, SearchConfig(beam_size=1))]
     assert result.returncode == 0 and result.stdout.decode().split("\n") == [*expected, ""]  # as `wc -l` counts
     assert "truncated: line(s) 4" in result.stderr.decode()
+
+
+def test_scores_true_writes_score_mark_and_flags_beside_each_line(smoke_run):
+    lines = ["I like cats.", "", "Tom is very tall. It is late."]
+    result = translate(f"run={smoke_run}", "scores=true", "beam_size=2", stdin="\n".join(lines).encode() + b"\n")
+    rows = [line.split("\t") for line in result.stdout.decode().split("\n")[:-1]]
+    assert result.returncode == 0 and [len(row) for row in rows] == [4, 4, 4] and rows[1] == ["", "", "", ""]
+    expected = Translator.load(smoke_run).translate(lines, SearchConfig(beam_size=2))
+    assert [row[0] for row in rows] == [t.text for t in expected]
+    assert all(float(rows[i][1]) <= 0 and rows[i][2] in MARKS for i in (0, 2))  # the smoke run wrote its marks
+    assert float(rows[2][1]) == pytest.approx(min(s.confidence.score for s in expected[2].sentences), abs=2e-3)
 
 
 def test_stdin_and_command_line_sentences(smoke_run):

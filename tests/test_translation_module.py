@@ -175,7 +175,7 @@ def test_validation_bleu_is_greedy_search_on_the_fixed_subset(trained):
     for batch in datamodule.val_dataloader():  # the same batches, the subset of rows 0-9
         chosen = batch["index"] < 10
         if chosen.any():
-            outputs = search(module.model, batch["src"][chosen], 1, 2, greedy)
+            outputs = [o.ids for o in search(module.model, batch["src"][chosen], 1, 2, greedy)]
             hypotheses.update(zip(batch["index"][chosen].tolist(), datamodule.tokenizer.decode_tgt(outputs)))
     assert sorted(hypotheses) == list(range(10))
     references = datamodule.references("validation")
@@ -194,7 +194,7 @@ def test_sentence_views_are_the_readable_validation_sentences_as_translated_now(
     for view in views:
         src = torch.tensor([view.attention.src_ids])
         output_ids = search(module.model, src, tok.bos_id, tok.eos_id, SearchConfig(beam_size=1, max_len_a=1.0,
-                                                                                       max_len_b=3))[0]
+                                                                                       max_len_b=3))[0].ids
         assert view.attention.output_ids == output_ids
         assert view.translation == tok.decode_tgt([output_ids], [view.source])[0]  # slots filled from the source
         expected = sentence_attention(module.model, view.attention.src_ids, output_ids, tok.bos_id)

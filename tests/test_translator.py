@@ -6,7 +6,8 @@ import torch
 from data.sampler import pad_batch
 from data.sentences import ended_as
 from model.inference.translator import Translator
-from model.search import SearchConfig, beam_search, greedy_decode, length_penalty_factor, search, sequence_log_prob
+from model.search import SearchConfig, beam_search, greedy_decode, length_penalty_factor, search
+from model.search_outputs import sequence_log_prob
 
 SENTENCES = ["I like cats.", "Where is the station?", "Tom is very tall.", "It is late."]
 
@@ -16,12 +17,12 @@ def test_beam_never_below_greedy_on_trained_run(smoke_run):
     tok = translator.tokenizer
     ids = translator.encode(SENTENCES)
     src = pad_batch(ids, tok.pad_id)
-    greedy = greedy_decode(translator.model, src, tok.bos_id, tok.eos_id)
-    one, _ = beam_search(translator.model, src, tok.bos_id, tok.eos_id, SearchConfig(beam_size=1))
+    greedy = greedy_decode(translator.model, src, tok.bos_id, tok.eos_id).tokens
+    one = beam_search(translator.model, src, tok.bos_id, tok.eos_id, SearchConfig(beam_size=1)).tokens
     assert torch.equal(one, greedy)
     lengths = (greedy != tok.pad_id).sum(1).float()
     greedy_score = sequence_log_prob(translator.model, src, greedy, tok.bos_id, tok.eos_id) / length_penalty_factor(lengths, 0.6)
-    _, beam_score = beam_search(translator.model, src, tok.bos_id, tok.eos_id, SearchConfig(beam_size=5, length_penalty=0.6))
+    _, beam_score, _ = beam_search(translator.model, src, tok.bos_id, tok.eos_id, SearchConfig(beam_size=5, length_penalty=0.6))
     assert torch.all(beam_score >= greedy_score - 1e-4)
 
 
@@ -34,7 +35,7 @@ def test_translations_carry_the_ids_their_attention_is_computed_for(smoke_run, b
     assert [t.source for t in translations] == [line.strip() for line in lines]
     assert translations[0].text == translations[3].text == "" and translations[0].sentences == []  # empty stays empty
     ids = translator.encode(SENTENCES)
-    outputs = search(translator.model, pad_batch(ids, tok.pad_id), tok.bos_id, tok.eos_id, config)
+    outputs = [o.ids for o in search(translator.model, pad_batch(ids, tok.pad_id), tok.bos_id, tok.eos_id, config)]
     real = [t for t in translations if t.source]
     assert [t.sentences[0].src_ids for t in real] == ids and [t.sentences[0].output_ids for t in real] == outputs  # the same search, batched
     assert [t.text for t in real] == tok.decode_tgt(outputs, SENTENCES)  # slots filled from the sources

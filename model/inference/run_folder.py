@@ -16,10 +16,12 @@ import torch
 
 from data.languages import LanguagePair, pair_of
 from data.tokenizer import JOINT_FILE, SRC_FILE
+from model.confidence import Calibration
 from model.search import SearchConfig
 
 log = logging.getLogger(__name__)
 CHECKPOINT_PREFERENCE = ("final.ckpt", "best.ckpt", "last.ckpt")
+CALIBRATION_FILE = "confidence.json"  # where the marks change (``model/confidence.py``), set by the validation split
 
 
 class RunLoadError(RuntimeError):
@@ -138,3 +140,21 @@ def run_settings(run_folder: Path) -> RunSettings:
     except (yaml.YAMLError, AttributeError, TypeError, ValueError) as error:
         raise RunLoadError(f"{path}: unreadable run settings ({str(error).splitlines()[0][:120]})") from None
     return settings
+
+
+def read_calibration(run_folder: Path) -> Calibration | None:
+    """The run's ``confidence.json`` (None for a run from before it was written: scores without marks)."""
+    path = run_folder / CALIBRATION_FILE
+    if not path.is_file():
+        return None
+    import json
+
+    try:
+        values = json.loads(path.read_text(encoding="utf-8"))
+        calibration = Calibration(**values)
+        if not all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in values.values()):
+            raise ValueError("numbers expected")
+    except (ValueError, TypeError) as error:
+        raise RunLoadError(f"{path}: unreadable calibration ({str(error).splitlines()[0][:120]}); "
+                           f"write it again: python scripts/calibrate.py") from None
+    return calibration

@@ -1,7 +1,8 @@
 """The searches a ``Translator`` can run: ours (``model/search.py``) or CTranslate2's, on the same weights.
 
-Both take the source ids of a batch of sentences and return the output ids, as ``model/search.py``
-does (the EOS included when a sentence ended), or one sentence's whole beam. Everything around
+Both take the source ids of a batch of sentences and return the outputs, as ``model/search.py``
+does (the EOS included when a sentence ended, with their log-probabilities as far as the engine gives
+them), or one sentence's whole beam. Everything around
 the search (reading lines, tokenizing, batching, text, attention) is the ``Translator``'s, once.
 
 CTranslate2's length penalty divides the log-probability by length^alpha, where ours uses GNMT's
@@ -21,7 +22,8 @@ import torch
 
 from data.sampler import pad_batch
 from model.inference.onednn import fast_linear
-from model.search import KeepRows, SearchConfig, beam_hypotheses, produced_ids, search
+from model.search import KeepRows, SearchConfig, beam_hypotheses, search
+from model.search_outputs import Output, produced_ids
 from model.transformer import Seq2SeqTransformer
 
 # The engines, each with the package it needs beyond ours (and where to get it).
@@ -45,8 +47,8 @@ def output_limit(source: list[int], config: SearchConfig, max_len: int) -> int:
 class SearchBackend(Protocol):
     """What a ``Translator`` asks of a search."""
 
-    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None) -> list[list[int]]:
-        """Output ids per source (ids ending in EOS, no padding); rows not kept (``keep_rows``) may end early."""
+    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None) -> list[Output]:
+        """An output per source (ids ending in EOS, no padding); rows not kept (``keep_rows``) may end early."""
 
     def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
         """Every hypothesis the beam ends with for one source, best first, with its score."""
@@ -67,7 +69,7 @@ class OurSearch:
         """bf16 autocast on a GPU; oneDNN's linear layers on an x86 CPU (``onednn.py``)."""
         return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else fast_linear(device)
 
-    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None) -> list[list[int]]:
+    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None) -> list[Output]:
         src = self._batch(sources)
         with self._speed_up(src.device):
             return search(self.model, src, self.bos_id, self.eos_id, config, keep_rows)
@@ -75,8 +77,8 @@ class OurSearch:
     def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
         src = self._batch([source])
         with self._speed_up(src.device):
-            tokens, scores = beam_hypotheses(self.model, src, self.bos_id, self.eos_id, config)
-        return list(zip(produced_ids(tokens[0], self.eos_id, self.model.pad_id), scores[0].tolist()))
+            beams = beam_hypotheses(self.model, src, self.bos_id, self.eos_id, config)
+        return list(zip(produced_ids(beams.tokens[0], self.eos_id, self.model.pad_id), beams.scores[0].tolist()))
 
 
 class CTranslate2Search:
@@ -107,18 +109,20 @@ class CTranslate2Search:
         return self.engine.translate_batch(
             [[self.pieces[i] for i in source] for source in sources], beam_size=config.beam_size,
             length_penalty=config.length_penalty, max_decoding_length=limit,
-            num_hypotheses=config.beam_size if whole_beam else 1, return_scores=whole_beam)
+            num_hypotheses=config.beam_size if whole_beam else 1, return_scores=True)
 
     def _ids(self, pieces: list[str], limit: int) -> list[int]:
         ids = [self.ids[piece] for piece in pieces]
         return ids + [self.eos_id] if len(ids) < limit else ids  # it ended: CTranslate2 drops the EOS
 
-    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None) -> list[list[int]]:
-        outputs: list[list[int]] = []
+    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None) -> list[Output]:
+        outputs: list[Output] = []
         # One call per output limit; a length-sorted batch has few (the limit grows with the length).
         for limit, group in groupby(sources, key=lambda source: output_limit(source, config, self.max_len)):
-            group = list(group)
-            outputs += [self._ids(answer.hypotheses[0], limit) for answer in self._translate(group, config, limit)]
+            for answer in self._translate(list(group), config, limit):
+                ids = self._ids(answer.hypotheses[0], limit)
+                # Its score is the log-probability over length^alpha (the EOS counted): the sum given back.
+                outputs.append(Output(ids, None, answer.scores[0] * len(ids) ** config.length_penalty))
         return outputs
 
     def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
@@ -156,11 +160,11 @@ class TransformersSearch:
                                    num_return_sequences=config.beam_size if whole_beam else 1,
                                    return_dict_in_generate=True, **beam)
 
-    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None) -> list[list[int]]:
-        outputs: list[list[int]] = []
+    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None) -> list[Output]:
+        outputs: list[Output] = []  # without scores: generate() gives them only for the whole beam
         for limit, group in groupby(sources, key=lambda source: output_limit(source, config, self.max_len)):
             generated = self._generate(list(group), config, limit).sequences[:, 1:]  # without the start token
-            outputs += produced_ids(generated, self.eos_id, self.pad_id)
+            outputs += [Output(ids) for ids in produced_ids(generated, self.eos_id, self.pad_id)]
         return outputs
 
     def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:

@@ -12,6 +12,7 @@ then the line joined back. The search behind it is a backend (``search_backends.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -20,10 +21,11 @@ import torch
 from data.lines import clean_text, normalized
 from data.sentences import LineSplitter, translate_pieces
 from data.tokenizer import JOINT_FILE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
-from model.inference.run_folder import RunFiles, RunLoadError, RunSettings, model_config, open_run
+from model.confidence import MARKS, Calibration, Confidence, confidence
+from model.inference.run_folder import RunFiles, RunLoadError, RunSettings, model_config, open_run, read_calibration
 from model.inference.search_backends import (CTranslate2Search, OurSearch, SearchBackend, TransformersSearch,
                                              check_engine)
-from model.search import KeepRows, SearchConfig, sentence_attention
+from model.search import KeepRows, Output, SearchConfig, sentence_attention
 from model.transformer import Seq2SeqTransformer
 from model.views import SentenceView, sentence_view
 
@@ -36,7 +38,13 @@ class Sentence:
     text: str  # its translation (copy slots filled), before the line's capitals are given back
     src_ids: list[int]  # as the model read them (truncated, ending in EOS)
     output_ids: list[int]  # as the search produced them (EOS included when it ended)
-    cut: bool = False  # longer than the model reads even when cut at inner punctuation: truncated
+    confidence: Confidence  # how sure the model was, and whether to check it (``model/confidence.py``)
+    token_log_probs: list[float] | None = None  # of each output id (None: the engine gives only the total)
+
+    @property
+    def cut(self) -> bool:
+        """Longer than the model reads even when cut at inner punctuation: truncated."""
+        return self.confidence.cut
 
 
 @dataclass
@@ -52,6 +60,21 @@ class Translation:
         """A sentence of the line was truncated to the model's source length."""
         return any(sentence.cut for sentence in self.sentences)
 
+    def tsv(self) -> str:
+        """translation<TAB>score<TAB>mark<TAB>flags: the line's confidence beside it (empty fields when unknown)."""
+        found = self.confidence
+        if found is None:
+            return self.text + "\t\t\t"
+        score = "" if found.score is None else f"{found.score:.3f}"
+        return "\t".join([self.text.replace("\t", " "), score, found.mark or "", ",".join(found.flags)])
+
+    @property
+    def confidence(self) -> Confidence | None:
+        """The line's: its least sure sentence's (the one that decides whether to check the line); None if empty."""
+        order = {None: -1, **{mark: rank for rank, mark in enumerate(MARKS)}}
+        return min((s.confidence for s in self.sentences), default=None,
+                   key=lambda c: (-order[c.mark], c.score if c.score is not None else 0.0))
+
 
 @dataclass
 class Translator:
@@ -63,6 +86,7 @@ class Translator:
     backend: SearchBackend = field(repr=False)
     settings: RunSettings = RunSettings()
     files: RunFiles | None = None  # where the weights were read from (an export is made from them)
+    calibration: Calibration | None = None  # where its marks change (None: a run from before, scores only)
     truncated: int = 0  # sources cut to the length limit so far
 
     @classmethod
@@ -92,7 +116,7 @@ class Translator:
             backend = CTranslate2Search.of_run(model, tokenizer, files, exported, target, compute_type)
         else:  # transformers: generate() on <run>/transformers
             backend = TransformersSearch.of_run(model, tokenizer, files, settings, None, target)
-        return cls(model, tokenizer, target, backend, settings, files)
+        return cls(model, tokenizer, target, backend, settings, files, read_calibration(files.folder))
 
     @property
     def max_source_tokens(self) -> int:
@@ -177,9 +201,15 @@ class Translator:
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
             outputs = self.backend.search([ids[j] for j in batch], config, rows_of(keep_rows, batch))
-            for j, output_ids, text in zip(batch, outputs, self.text(outputs, [texts[j] for j in batch])):
-                results[j] = Sentence(texts[j], text, ids[j], output_ids, cut[j])
+            texts_out = self.text([output.ids for output in outputs], [texts[j] for j in batch])
+            for j, output, text in zip(batch, outputs, texts_out):
+                results[j] = Sentence(texts[j], text, ids[j], output.ids, self.confidence(ids[j], output, cut[j]),
+                                      output.token_log_probs)
         return results
+
+    def confidence(self, src_ids: list[int], output: Output, cut: bool = False) -> Confidence:
+        """Score, flags and mark of one sentence's output, by the run's calibration (``model/confidence.py``)."""
+        return confidence(src_ids, output, self.tokenizer.eos_id, cut, self.calibration)
 
     @torch.no_grad()
     def n_best(self, sentence: Sentence, config: SearchConfig | None = None) -> list[tuple[str, float]]:
@@ -189,11 +219,27 @@ class Translator:
         texts = self.text([ids for ids, _ in hypotheses], [sentence.source] * len(hypotheses))
         return list(zip(texts, [score for _, score in hypotheses]))
 
+    def confidence_record(self, translation: Translation) -> dict | None:
+        """A line's confidence in plain values (the server's JSON): its own, and each sentence's with the model's
+        probability of each output token (None for an empty line)."""
+        if translation.confidence is None:
+            return None
+
+        def record(found: Confidence) -> dict:
+            return {"score": None if found.score is None else round(found.score, 4), "mark": found.mark,
+                    "flags": found.flags}
+
+        sentences = [{"source": s.source, "translation": s.text, **record(s.confidence),
+                      "tokens": self.tokenizer.tgt_tokens(s.output_ids), "probabilities": None
+                      if s.token_log_probs is None else [round(math.exp(lp), 4) for lp in s.token_log_probs]}
+                     for s in translation.sentences]
+        return {**record(translation.confidence), "sentences": sentences}
+
     def sentence_view(self, sentence: Sentence) -> SentenceView:
         """Every attention weight of one sentence, for exactly the ids its search produced (by any engine)."""
         attention = sentence_attention(self.model, sentence.src_ids, sentence.output_ids, self.tokenizer.bos_id)
         return sentence_view(attention, self.tokenizer.src_tokens, self.tokenizer.tgt_tokens, sentence.source,
-                             sentence.text, self.settings.pair.names)
+                             sentence.text, self.settings.pair.names, sentence.token_log_probs)
 
 
 def any_of(flags: list[bool], rows: list[list[int]]) -> list[bool]:

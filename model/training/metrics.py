@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch.distributed as dist
 from sacrebleu.metrics import BLEU, CHRF
@@ -42,10 +43,10 @@ def distributed() -> bool:
     return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 
 
-def gathered(hypotheses: dict[int, str]) -> dict[int, str]:
+def gathered(hypotheses: dict[int, Any]) -> dict[int, Any]:
     """Every rank's hypotheses (by sentence index) under DDP; this rank's alone otherwise."""
     if distributed():
-        parts: list[dict[int, str]] = [{} for _ in range(dist.get_world_size())]
+        parts: list[dict[int, Any]] = [{} for _ in range(dist.get_world_size())]
         dist.all_gather_object(parts, hypotheses)
         return {k: v for part in parts for k, v in part.items()}
     return hypotheses

@@ -33,7 +33,7 @@ def translated_lines(module: L.LightningModule, lines: list[str], max_source_tok
             rows = order[start : start + batch_size]
             src = pad_batch([ids[i] for i in rows], model.pad_id).to(module.device)  # (B, S)
             found = search(model, src, tokenizer.bos_id, tokenizer.eos_id, module.search_config)
-            outputs.update(zip(rows, tokenizer.decode_tgt(found, [texts[i] for i in rows])))
+            outputs.update(zip(rows, tokenizer.decode_tgt([o.ids for o in found], [texts[i] for i in rows])))
         return [outputs[i] for i in range(len(texts))]
 
     splitter = LineSplitter(pair.source, pair.target, tokenizer, fits)

@@ -11,6 +11,10 @@ import lightning as L
 
 from data.atomic_file import atomic_file, write_text_atomically
 from data.copy_cases import cases, copy_shares
+from data.splits import column
+from data.tokenizer import truncate_source
+from model.training.confidence_report import (CALIBRATION_SENTENCES, calibration_of, confidence_quality, confidences,
+                                              save_calibration, searched)
 from model.training.pasted_text import pasted_scores, translated_lines
 from model.training.quality import QualityMarks
 
@@ -24,8 +28,28 @@ def copied(translate: Callable[[list[str]], list[str]], source_lang: str) -> dic
     return {kind: round(hits / total, 4) for kind, (hits, total) in shares.items()}
 
 
+def calibrated_quality(trainer: L.Trainer, pl_module: L.LightningModule, rows: list, run_dir: Path) -> dict:
+    """Sets the run's confidence marks from its validation split (``confidence.json``), then scores them on
+    the test split's outputs (``model/training/confidence_report.py``)."""
+    datamodule, tokenizer, config = trainer.datamodule, pl_module.tokenizer, pl_module.search_config
+    limit = datamodule.hparams.max_sentence_len
+
+    def read(split: str, count: int) -> tuple[list[list[int]], list[bool]]:  # as evaluation reads them: truncated
+        whole = column(datamodule.splits[split], "src_ids")[:count]
+        return [truncate_source(ids, limit) for ids in whole], [len(ids) > limit for ids in whole]
+
+    validation, _ = read("validation", CALIBRATION_SENTENCES)
+    outputs = searched(pl_module.model, validation, tokenizer.bos_id, tokenizer.eos_id, config)
+    calibration = calibration_of(validation, outputs, config.beam_size)
+    save_calibration(run_dir, calibration)
+    test_sources, cut = read("test", len(rows))  # rows: every test sentence, in sentence order
+    found = confidences(test_sources, pl_module.test_outputs["test"], tokenizer.eos_id, calibration, cut)
+    return confidence_quality(found, [row[2] for row in rows], [row[1] for row in rows], pl_module.pair.target)
+
+
 class TestReport(L.Callback):
-    """Writes ``test_metrics.json`` and ``test_translations.tsv`` once ``trainer.test`` has scored the split."""
+    """Writes ``test_metrics.json`` and ``test_translations.tsv`` once ``trainer.test`` has scored the split, and
+    the run's confidence marks (``confidence.json``)."""
 
     __test__ = False  # not a pytest test class, whatever its name
 
@@ -49,6 +73,7 @@ class TestReport(L.Callback):
             "validation_bleu_reached": {mark: {"step": int(step), "minutes": round(minutes, 2)}
                                         for mark, (step, minutes) in marks.items()},
             "copied": copied(translate, pl_module.pair.source), "pasted": pasted,
+            "confidence": calibrated_quality(trainer, pl_module, rows, run_dir),
             **({"original": {"bleu": results["test_original"][1].bleu, "chrf": results["test_original"][1].chrf,
                              "sentences": len(results["test_original"][0])}} if "test_original" in results else {}),
         }, indent=2))

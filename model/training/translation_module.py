@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from data.languages import LanguagePair
-from model.search import SearchConfig, search, sentence_attention
+from model.search import Output, SearchConfig, search, sentence_attention
 from model.training.metrics import Scores, corpus_scores, gathered
 from model.training.schedule import Schedule, TimeBudget, training_progress
 from model.training.trainer_state import fitting, is_logging_step
@@ -72,7 +72,8 @@ class TranslationModule(L.LightningModule):
         self._validations, self.bleu_scored = 0, True  # validations of this fit so far; whether this one scores BLEU
         self.validation_rows: list[tuple[str, list[str], str]] = []  # the last scored validation (callbacks show it)
         self.test_results: dict[str, tuple[list[tuple[str, list[str], str]], Scores]] = {}  # split -> rows, scores
-        self._hypotheses: dict[str, dict[int, str]] = {}  # split -> sentence index -> translation
+        self._hypotheses: dict[str, dict[int, tuple[str, Output]]] = {}  # split -> sentence index -> translation
+        self.test_outputs: dict[str, list[Output]] = {}  # split -> the search's outputs, in test_results' order
 
     def setup(self, stage: str) -> None:
         """Read what evaluation needs from the data module, once."""
@@ -160,11 +161,14 @@ class TranslationModule(L.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
     # -- validation: loss + greedy BLEU on a fixed subset + attention maps; test: beam ----
-    def _translate(self, batch: dict[str, Tensor], rows: Tensor, split: str, config: SearchConfig) -> dict[int, str]:
-        """The translations of a batch's ``rows``, by sentence index (copy slots filled from their sources)."""
+    def _translate(self, batch: dict[str, Tensor], rows: Tensor, split: str,
+                   config: SearchConfig) -> dict[int, tuple[str, Output]]:
+        """The translations of a batch's ``rows`` (copy slots filled from their sources) and the search's outputs
+        they were decoded from, by sentence index."""
         indices, sources = batch["index"][rows].tolist(), self.texts[split][0]
-        output_ids = search(self.model, batch["src"][rows], self.tokenizer.bos_id, self.tokenizer.eos_id, config)
-        return dict(zip(indices, self.tokenizer.decode_tgt(output_ids, [sources[i] for i in indices])))
+        outputs = search(self.model, batch["src"][rows], self.tokenizer.bos_id, self.tokenizer.eos_id, config)
+        texts = self.tokenizer.decode_tgt([output.ids for output in outputs], [sources[i] for i in indices])
+        return dict(zip(indices, zip(texts, outputs)))
 
     @staticmethod
     def metric_prefix(split: str) -> str:
@@ -205,8 +209,9 @@ class TranslationModule(L.LightningModule):
 
     def _score(self, split: str) -> tuple[list[tuple[str, list[str], str]], Scores]:
         """Log corpus BLEU/chrF of this epoch's hypotheses; return (source, references, hypothesis) rows."""
-        hypotheses, (sources, references) = gathered(self._hypotheses[split]), self.texts[split]
-        rows = [(sources[i], references[i], hypotheses[i]) for i in sorted(hypotheses)]
+        hypotheses = self._hypotheses[split] = gathered(self._hypotheses[split])
+        sources, references = self.texts[split]
+        rows = [(sources[i], references[i], hypotheses[i][0]) for i in sorted(hypotheses)]
         scores = corpus_scores([r[2] for r in rows], [r[1] for r in rows], self.pair.target)
         stage = self.metric_prefix(split)
         self.log_dict({f"{stage}/bleu": scores.bleu, f"{stage}/chrf": scores.chrf}, prog_bar=stage in ("val", "test"),
@@ -223,6 +228,7 @@ class TranslationModule(L.LightningModule):
 
     def on_test_epoch_end(self) -> None:  # written into the run folder by the TestReport callback
         self.test_results = {split: self._score(split) for split in self.evaluated["test"]}
+        self.test_outputs = {split: [found[i][1] for i in sorted(found)] for split, found in self._hypotheses.items()}
 
     # -- what the attention views draw (model/views/callback.py) -------------------------
     @torch.no_grad()
@@ -231,10 +237,11 @@ class TranslationModule(L.LightningModule):
         tokenizer, views = self.tokenizer, []
         for text, src_ids in self.readable_sources[:count]:
             src = torch.tensor([src_ids], device=self.device)
-            output_ids = search(self.model, src, tokenizer.bos_id, tokenizer.eos_id, self.search_config.greedy)[0]
-            translation = tokenizer.decode_tgt([output_ids], [text])[0]
-            views.append(sentence_view(sentence_attention(self.model, src_ids, output_ids, tokenizer.bos_id),
-                                       tokenizer.src_tokens, tokenizer.tgt_tokens, text, translation, self.pair.names))
+            output = search(self.model, src, tokenizer.bos_id, tokenizer.eos_id, self.search_config.greedy)[0]
+            translation = tokenizer.decode_tgt([output.ids], [text])[0]
+            views.append(sentence_view(sentence_attention(self.model, src_ids, output.ids, tokenizer.bos_id),
+                                       tokenizer.src_tokens, tokenizer.tgt_tokens, text, translation, self.pair.names,
+                                       output.token_log_probs))
         return views
 
 

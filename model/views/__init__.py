@@ -30,13 +30,16 @@ class SentenceView:
     source: str
     translation: str
     languages: tuple[str, str] = ("source", "target")  # the names of the two languages, for the labels
+    output_log_probs: list[float] | None = None  # the model's log-probability of each output (None: not given)
 
 
 def sentence_view(attention: SentenceAttention, src_labels: Callable[[list[int]], list[str]],
                   tgt_labels: Callable[[list[int]], list[str]], source: str, translation: str,
-                  languages: tuple[str, str] = ("source", "target")) -> SentenceView:
+                  languages: tuple[str, str] = ("source", "target"),
+                  output_log_probs: list[float] | None = None) -> SentenceView:
     """A searched sentence's attention (``model.search.sentence_attention``) with the tokens of each axis,
     labelled by the tokenizer's ``src_labels`` / ``tgt_labels``: what the views draw, in training as in
-    translation. ``languages``: what the source and the translation are written in (``English``, ``Dutch``)."""
+    translation. ``languages``: what the source and the translation are written in (``English``, ``Dutch``);
+    ``output_log_probs``: the search's log-probability of each output token."""
     return SentenceView(attention, src_labels(attention.src_ids), tgt_labels(attention.input_ids),
-                        tgt_labels(attention.output_ids), source, translation, languages)
+                        tgt_labels(attention.output_ids), source, translation, languages, output_log_probs)

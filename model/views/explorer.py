@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from pathlib import Path
 
 from data.atomic_file import write_text_atomically
@@ -21,13 +22,16 @@ TEMPLATE = Path(__file__).with_name("explorer.html")
 def sentence_record(view: SentenceView) -> dict:
     """One sentence pair: its texts, the token labels of each axis and the weights per kind.
 
-    ``maps[kind][layer][head][query][key]`` are weights x 1000, rounded to integers.
+    ``maps[kind][layer][head][query][key]`` are weights x 1000, rounded to integers; ``probabilities``: the
+    model's probability of each output token, where the search gave them.
     """
     attention = view.attention.maps
     maps = {kind: [(layer.float() * 1000).round().int().tolist() for layer in getattr(attention, kind)]
             for kind in ATTENTION_TITLES if getattr(attention, kind)}  # a kind the model lacks is left out
+    probabilities = None if view.output_log_probs is None else [round(math.exp(lp), 3) for lp in view.output_log_probs]
     return {"source": view.source, "translation": view.translation, "languages": list(view.languages),
-            "src": view.src_tokens, "inputs": view.input_tokens, "outputs": view.output_tokens, "maps": maps}
+            "src": view.src_tokens, "inputs": view.input_tokens, "outputs": view.output_tokens, "maps": maps,
+            "probabilities": probabilities}
 
 
 def explorer_data(steps: list[dict], title: str) -> dict:

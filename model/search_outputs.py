@@ -1,0 +1,68 @@
+"""What a search returns: its hypotheses as tensors, each sentence's output as lists, and the log-probability
+the model gives a hypothesis (the float64 recomputation the tests compare the search's own with)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from model.transformer import Seq2SeqTransformer
+
+
+class Hypotheses(NamedTuple):
+    """What a search found: ids without BOS, padded after their EOS (..., T); their length-normalized scores
+    (...); each id's log-probability under the model, given the source and the ids before it (..., T)."""
+
+    tokens: Tensor
+    scores: Tensor
+    log_probs: Tensor
+
+
+@dataclass
+class Output:
+    """One sentence as a search produced it: its ids (up to and including the EOS it reached) and each one's
+    log-probability; an engine that gives only their sum leaves ``token_log_probs`` None, one that gives
+    nothing both."""
+
+    ids: list[int]
+    token_log_probs: list[float] | None = None
+    log_prob: float | None = None  # the ids' total log-probability
+
+    @property
+    def score(self) -> float | None:
+        """Mean log-probability per output token (Seq-Logprob): how sure the model was of this output, 0 at best."""
+        return None if self.log_prob is None else self.log_prob / max(len(self.ids), 1)
+
+
+@torch.no_grad()
+def sequence_log_prob(model: Seq2SeqTransformer, src: Tensor, hyp: Tensor, bos_id: int, eos_id: int) -> Tensor:
+    """Total log-probability (B,) the model gives to hypotheses ``hyp`` (B, T) up to their EOS."""
+    pad_id = model.pad_id
+    tgt_in = torch.cat([torch.full_like(hyp[:, :1], bos_id), hyp[:, :-1]], dim=1)
+    log_probs = model(src, tgt_in).float().log_softmax(dim=-1)
+    token_lp = log_probs.gather(-1, hyp[..., None]).squeeze(-1)  # (B, T)
+    return token_lp.masked_fill(hyp == pad_id, 0.0).sum(dim=1)
+
+
+def produced(tokens: Tensor, log_probs: Tensor, eos_id: int, pad_id: int) -> list[Output]:
+    """(B, T) ids and their log-probabilities -> per sentence its ``Output``: up to and including the first
+    EOS, padding removed."""
+    result = []
+    for row, row_log_probs in zip(tokens.tolist(), log_probs.tolist()):
+        ids, kept = [], []
+        for t, log_prob in zip(row, row_log_probs):
+            if t != pad_id:
+                ids.append(t)
+                kept.append(log_prob)
+            if t == eos_id:
+                break
+        result.append(Output(ids, kept, sum(kept)))
+    return result
+
+
+def produced_ids(tokens: Tensor, eos_id: int, pad_id: int) -> list[list[int]]:
+    """(B, T) ids -> per-sentence id lists up to and including the first EOS, padding removed."""
+    return [output.ids for output in produced(tokens, torch.zeros(tokens.shape), eos_id, pad_id)]

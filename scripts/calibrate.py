@@ -1,0 +1,75 @@
+"""Set a run's confidence marks from its validation split, and say how well they tell bad test translations.
+
+    python scripts/calibrate.py outputs/my_run                 # writes outputs/my_run/confidence.json
+    python scripts/calibrate.py outputs/my_run --no-test       # the marks only
+    python scripts/calibrate.py outputs/my_run --engine ctranslate2
+
+Training writes ``confidence.json`` itself at its end; this is for a run from before, or after a change of
+search (the marks are set for the run's beam). The splits are rebuilt from the run's own data settings, the
+sentences translated through ``translate.py``'s pipeline. The quality (AUROC of the score against sentence
+chrF < 30, precision and recall of the marks) is printed and kept in ``test_metrics.json`` under "confidence".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from model.confidence import calibrate, length_ratio
+from model.inference.run_folder import RunLoadError
+from model.inference.translator import Translator
+from model.training.confidence_report import CALIBRATION_SENTENCES, confidence_quality, save_calibration
+
+
+def run_splits(run: Path) -> tuple[list[str], list[str], list[list[str]]]:
+    """The run's validation sources, test sources and test references, rebuilt from its ``config.yaml``."""
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    datamodule = instantiate(OmegaConf.load(run / "config.yaml").data, _convert_="all")
+    datamodule.prepare_data()
+    datamodule.setup()
+    return datamodule.sources("validation"), datamodule.sources("test"), datamodule.references("test")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run", type=Path, help="a trained run folder")
+    parser.add_argument("--engine", default="ours", help="ours | ctranslate2 (as translate.py engine=)")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--no-test", action="store_true", help="set the marks only; do not score them on the test split")
+    args = parser.parse_args(argv)
+    try:
+        translator = Translator.load(args.run, args.device, args.engine)
+    except (RunLoadError, ValueError) as error:
+        parser.exit(2, f"calibrate.py: {error}\n")
+    folder = translator.files.folder
+    if not (folder / "config.yaml").is_file():
+        parser.exit(2, f"calibrate.py: {folder} holds no config.yaml: its splits cannot be rebuilt\n")
+    validation, test, references = run_splits(folder)
+    translator.calibration = None
+    sentences = [s for t in translator.translate(validation[:CALIBRATION_SENTENCES]) for s in t.sentences]
+    if any(s.confidence.score is None for s in sentences):
+        parser.exit(2, f"calibrate.py: engine={args.engine} gives no scores\n")
+    translator.calibration = calibrate([s.confidence.score for s in sentences],
+                                       [length_ratio(s.src_ids, s.output_ids) for s in sentences],
+                                       translator.settings.search.beam_size)
+    save_calibration(folder, translator.calibration)
+    print(f"{folder / 'confidence.json'}: {json.dumps(vars(translator.calibration))}")
+    if args.no_test:
+        return 0
+    translations = translator.translate(test)
+    quality = confidence_quality([t.confidence for t in translations], [t.text for t in translations], references,
+                                 translator.settings.pair.target)
+    print(json.dumps(quality, indent=2))
+    metrics = folder / "test_metrics.json"
+    if metrics.is_file():
+        metrics.write_text(json.dumps({**json.loads(metrics.read_text(encoding="utf-8")), "confidence": quality},
+                                      indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
