@@ -79,7 +79,8 @@ def quantile(values: list[float], q: float) -> float:
 def calibrate(scores: list[float], ratios: list[float], beam_size: int) -> Calibration:
     """The marks' thresholds from the scores and length ratios of a validation split's translations."""
     if not scores or len(scores) != len(ratios):
-        raise ValueError(f"calibrating needs a score and a length ratio per sentence, got {len(scores)} and {len(ratios)}")
+        raise ValueError(f"calibrating needs a score and a length ratio per sentence, got {len(scores)} and "
+                         f"{len(ratios)}")
     return Calibration(quantile(scores, CHECK_QUANTILE), quantile(scores, WRONG_QUANTILE),
                        quantile(ratios, LENGTH_QUANTILES[0]), quantile(ratios, LENGTH_QUANTILES[1]), len(scores),
                        beam_size)

@@ -70,23 +70,24 @@ KeepRows = Callable[[], list[bool]]
 
 @torch.no_grad()
 def search(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
-           config: SearchConfig = SearchConfig(), keep_rows: KeepRows | None = None) -> list[Output]:
+           config: SearchConfig = SearchConfig(), keep_rows: KeepRows | None = None,
+           scores: bool = True) -> list[Output]:
     """Translate a right-padded batch src (B, S) by greedy or beam search.
 
     Returns per source row the output as produced: its ids up to and including the EOS when the
     search reached one, without padding (the tokenizer's decoding drops the EOS), and their
-    log-probabilities, read from the search itself. More than ``MAX_SEARCH_ROWS`` hypotheses are
-    searched in parts of that many.
+    log-probabilities, read from the search itself (``scores=False``: not kept, a little faster). More
+    than ``MAX_SEARCH_ROWS`` hypotheses are searched in parts of that many.
     """
     part = max(1, MAX_SEARCH_ROWS // config.beam_size)  # source rows per part
     if src.size(0) > part:
         return [ids for start in range(0, src.size(0), part)
                 for ids in search(model, src[start : start + part], bos_id, eos_id, config,
-                                  keep_rows and (lambda start=start: keep_rows()[start : start + part]))]
+                                  keep_rows and (lambda start=start: keep_rows()[start : start + part]), scores)]
     if config.beam_size == 1:
-        found = greedy_decode(model, src, bos_id, eos_id, config, keep_rows=keep_rows)
+        found = greedy_decode(model, src, bos_id, eos_id, config, keep_rows=keep_rows, token_scores=scores)
     else:  # the best alone: sentences end once it is decided
-        found = beam_search(model, src, bos_id, eos_id, config, keep_rows)
+        found = beam_search(model, src, bos_id, eos_id, config, keep_rows, scores)
     return produced(found.tokens, found.log_probs, eos_id, model.pad_id)
 
 
@@ -122,9 +123,10 @@ def output_limits(src: Tensor, pad_id: int, config: SearchConfig, limit: int) ->
 @torch.no_grad()
 def greedy_decode(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
                   config: SearchConfig = SearchConfig(), use_cache: bool = True,
-                  keep_rows: KeepRows | None = None) -> Hypotheses:
+                  keep_rows: KeepRows | None = None, token_scores: bool = True) -> Hypotheses:
     """src (B, S) -> tokens (B, T) without BOS, ending at EOS, then padded with ``pad_id``; their scores (B,)
-    as a beam of one would rank them, and each token's log-probability (B, T), 0 at padding.
+    as a beam of one would rank them, and each token's log-probability (B, T), 0 at padding
+    (``token_scores=False``: neither, (B,) zeros and (B, 0)).
 
     Only ``config``'s length limits apply; ``use_cache=False`` re-runs the whole prefix each step.
     """
@@ -139,18 +141,18 @@ def greedy_decode(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: i
         step_input = tokens[:, -1:] if use_cache else tokens  # uncached: re-run the whole prefix
         logits = model.decode(step_input, memory, src, cache)[:, -1].float()  # (B, vocab)
         next_token = logits.argmax(dim=-1)
-        # Its log-probability: its logit less the log of the softmax's denominator (one pass, no softmax kept).
-        log_prob = (logits.gather(1, next_token[:, None]).squeeze(1) - logits.logsumexp(dim=-1)).masked_fill(finished, 0.0)
+        if token_scores:  # its log-probability: its logit less the log of the softmax's denominator (no softmax kept)
+            log_prob = logits.gather(1, next_token[:, None]).squeeze(1) - logits.logsumexp(dim=-1)
+            log_probs = torch.cat([log_probs, log_prob.masked_fill(finished, 0.0)[:, None]], dim=1)
         next_token = next_token.masked_fill(finished, pad_id)
         tokens = torch.cat([tokens, next_token[:, None]], dim=1)
-        log_probs = torch.cat([log_probs, log_prob[:, None]], dim=1)
         finished |= (next_token == eos_id) | (limits <= step + 1)  # ended, or at its own length limit
         finished |= dropped_rows(keep_rows, src.device)
         if finished.all():
             break
     lengths = (tokens[:, 1:] != pad_id).sum(dim=1)  # the EOS counts, padding does not
-    scores = log_probs.sum(dim=1) / length_penalty_factor(lengths, config.length_penalty)
-    return Hypotheses(tokens[:, 1:], scores, log_probs)
+    normalized = log_probs.sum(dim=1) / length_penalty_factor(lengths, config.length_penalty)
+    return Hypotheses(tokens[:, 1:], normalized, log_probs)
 
 
 def length_penalty_factor(length: Tensor, alpha: float) -> Tensor:
@@ -166,19 +168,20 @@ def beam_search(
     eos_id: int,
     config: SearchConfig = SearchConfig(),
     keep_rows: KeepRows | None = None,
+    token_scores: bool = True,
 ) -> Hypotheses:
     """src (B, S) -> the best tokens (B, T) (as ``greedy_decode``), their normalized scores (B,), their
     tokens' log-probabilities (B, T)."""
-    beams = beam_hypotheses(model, src, bos_id, eos_id, config, best_only=True, keep_rows=keep_rows)
+    beams = beam_hypotheses(model, src, bos_id, eos_id, config, True, keep_rows, token_scores)
     return Hypotheses(*(found[:, 0] for found in beams))
 
 
 @torch.no_grad()
 def beam_hypotheses(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
                     config: SearchConfig = SearchConfig(), best_only: bool = False,
-                    keep_rows: KeepRows | None = None) -> Hypotheses:
+                    keep_rows: KeepRows | None = None, token_scores: bool = True) -> Hypotheses:
     """src (B, S) -> all ``beam_size`` hypotheses (B, k, T), best first, their normalized scores (B, k) and
-    their tokens' log-probabilities (B, k, T).
+    their tokens' log-probabilities (B, k, T) (``token_scores=False``: (B, k, 0), not kept).
 
     Finished hypotheses stay in the beam, frozen: they can only extend with padding at no
     cost, so they compete with the live ones until their sentence ends, when all k have
@@ -221,8 +224,8 @@ def beam_hypotheses(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id:
         finished, lengths = finished[origin], lengths[origin]
         lengths = lengths + (~finished).float()  # EOS counts, padding does not
         tokens = torch.cat([tokens[origin], next_token[:, None]], dim=1)
-        # The new token's log-probability is what it added to its hypothesis's score (0 for padding).
-        log_probs = torch.cat([log_probs[origin], (scores.view(-1) - previous[origin])[:, None]], dim=1)
+        if token_scores:  # the new token's log-probability is what it added to its hypothesis's score (0: padding)
+            log_probs = torch.cat([log_probs[origin], (scores.view(-1) - previous[origin])[:, None]], dim=1)
         # Ended, or at its sentence's own length limit (hypotheses stay within their sentence's rows).
         finished = finished | (next_token == eos_id) | (limits.repeat_interleave(k) <= step + 1)
         done = finished.view(searched, k).all(dim=1)  # (B,): sentences whose k hypotheses all ended
@@ -269,7 +272,7 @@ def ranked_hypotheses(ended: list[tuple[Tensor, ...]], batch: int, k: int, pad_i
     longest = max(tokens.size(-1) for _, tokens, *_ in ended) - 1
     device = ended[0][1].device
     hypotheses = torch.full((batch, k, longest), pad_id, dtype=torch.long, device=device)
-    log_probs = torch.zeros(batch, k, longest, device=device)
+    log_probs = torch.zeros(batch, k, longest if ended[0][4].size(-1) else 0, device=device)  # (B, k, 0): not kept
     normalized = torch.empty(batch, k, device=device)
     for sentences, tokens, scores, lengths, token_log_probs in ended:
         hypotheses[sentences, :, : tokens.size(-1) - 1] = tokens[..., 1:]  # BOS dropped
@@ -277,5 +280,5 @@ def ranked_hypotheses(ended: list[tuple[Tensor, ...]], batch: int, k: int, pad_i
         normalized[sentences] = scores / length_penalty_factor(lengths, alpha)
     # Best first; among equal scores the earlier hypothesis, as argmax would pick it.
     order = normalized.sort(dim=-1, descending=True, stable=True).indices  # (B, k)
-    by_rank = order[..., None].expand_as(hypotheses)
-    return Hypotheses(hypotheses.gather(1, by_rank), normalized.gather(1, order), log_probs.gather(1, by_rank))
+    ranked = [found.gather(1, order[..., None].expand_as(found)) for found in (hypotheses, log_probs)]
+    return Hypotheses(ranked[0], normalized.gather(1, order), ranked[1])

@@ -49,20 +49,26 @@ def sequence_log_prob(model: Seq2SeqTransformer, src: Tensor, hyp: Tensor, bos_i
 
 def produced(tokens: Tensor, log_probs: Tensor, eos_id: int, pad_id: int) -> list[Output]:
     """(B, T) ids and their log-probabilities -> per sentence its ``Output``: up to and including the first
-    EOS, padding removed."""
-    result = []
-    for row, row_log_probs in zip(tokens.tolist(), log_probs.tolist()):
-        ids, kept = [], []
-        for t, log_prob in zip(row, row_log_probs):
-            if t != pad_id:
-                ids.append(t)
-                kept.append(log_prob)
-            if t == eos_id:
-                break
-        result.append(Output(ids, kept, sum(kept)))
-    return result
+    EOS, padding removed. Log-probabilities (B, 0): not kept, outputs without scores."""
+    all_ids = produced_ids(tokens, eos_id, pad_id)
+    if log_probs.size(-1) == 0:
+        return [Output(ids) for ids in all_ids]
+    outputs = []
+    for ids, row, row_log_probs in zip(all_ids, tokens.tolist(), log_probs.tolist()):
+        kept = [log_prob for t, log_prob in zip(row, row_log_probs) if t != pad_id][: len(ids)]
+        outputs.append(Output(ids, kept, sum(kept)))
+    return outputs
 
 
 def produced_ids(tokens: Tensor, eos_id: int, pad_id: int) -> list[list[int]]:
     """(B, T) ids -> per-sentence id lists up to and including the first EOS, padding removed."""
-    return [output.ids for output in produced(tokens, torch.zeros(tokens.shape), eos_id, pad_id)]
+    result = []
+    for row in tokens.tolist():
+        ids = []
+        for t in row:
+            if t != pad_id:
+                ids.append(t)
+            if t == eos_id:
+                break
+        result.append(ids)
+    return result

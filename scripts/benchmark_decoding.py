@@ -3,6 +3,7 @@ against torch.nn's usual uncached loop, and the default's shape against another 
 
     python scripts/benchmark_decoding.py                                 # section 5 of scripts/benchmark.py
     python scripts/benchmark_decoding.py --against model.num_decoder_layers=1 data.vocab_size=4000
+    python scripts/benchmark_decoding.py --run outputs/my_run --lines test.en   # confidence scores on against off
 
 Random weights and no EOS: every sentence runs the full length in both implementations. Also the
 benchmarks' shared pieces: the default config, Tatoeba-like batches, timing in turns.
@@ -117,11 +118,31 @@ def decoding_against(cfg, overrides: list[str], n_sentences: int, repeats: int) 
               f"ratio against / default = {mine / theirs:.2f}x")
 
 
+def scores_section(run: Path, lines_file: Path, repeats: int) -> None:
+    """7. translate.py's pipeline on a trained run: lines/s with confidence scores (the search's own
+    log-probabilities, then each sentence's flags and mark) against without, timed in turns."""
+    from model.inference.translator import Translator
+
+    translator = Translator.load(run, device="cpu")
+    lines = lines_file.read_text(encoding="utf-8").splitlines()
+    runs = {on: (lambda on=on: translator.translate(lines, scores=on)) for on in (True, False)}
+    times = interleaved_times(runs, repeats, warmup=1)
+    search = translator.settings.search
+    print(f"\n7. {run}: {len(lines)} lines of {lines_file}, beam {search.beam_size}, translate.py's pipeline")
+    print(f"   scores on {len(lines) / times[True]:6.1f} lines/s, off {len(lines) / times[False]:6.1f} lines/s  "
+          f"ratio on / off = {times[False] / times[True]:.3f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sentences", type=int, default=2000, help="sentences to decode")
     parser.add_argument("--against", nargs="+", metavar="KEY=VALUE", help="another recipe's overrides (section 6)")
+    parser.add_argument("--run", type=Path, help="a trained run: its speed with confidence scores (section 7)")
+    parser.add_argument("--lines", type=Path, help="with --run: the lines to translate (scripts/export_split.py)")
     args = parser.parse_args()
+    if args.run:
+        print(f"{machine_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
+        return scores_section(args.run, args.lines, 3)
     torch.manual_seed(0)
     cfg = default_config()
     print(f"{machine_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}")

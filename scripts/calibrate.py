@@ -39,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run", type=Path, help="a trained run folder")
     parser.add_argument("--engine", default="ours", help="ours | ctranslate2 (as translate.py engine=)")
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--no-test", action="store_true", help="set the marks only; do not score them on the test split")
+    parser.add_argument("--no-test", action="store_true", help="set the marks only, without scoring them on the "
+                        "test split")
     args = parser.parse_args(argv)
     try:
         translator = Translator.load(args.run, args.device, args.engine)

@@ -2,15 +2,14 @@
 
     python translate.py run=outputs/my_run serve=true            # http://127.0.0.1:8000/ (API docs: /docs)
 
-``POST /translate`` with ``{"lines": [...], "beam_size": 5, "attention": false}`` answers
-``{"translations": [...], "cut": [], "confidence": [...], "attention": null, "n_best": null}``: one translation
-per line, in order, empty for an empty line, each line translated sentence by sentence
-(``model/inference/translator.py``); ``cut``: the lines with a sentence truncated to the model's length;
-``confidence``: each line's score, mark and flags, and each sentence's (``model/confidence.py``); with ``"attention": true`` also the
-explorer's data for every sentence of the first non-empty line (the same data ``translate.py
-attention=x.html`` embeds), with ``"n_best": true`` every hypothesis the beam ended with for its first
-sentence, best first, with scores. Requests take turns in shared
-model batches (``batcher.py``), within limits (``limits.py``). No request names a file: the server
+``POST /translate`` with ``{"lines": [...], "beam_size": 5, "attention": false}`` answers ``{"translations":
+[...], "cut": [], "confidence": [...], "attention": null, "n_best": null}``: one translation per line, in order,
+empty for an empty line, each line translated sentence by sentence (``model/inference/translator.py``); ``cut``:
+the lines with a sentence truncated to the model's length; ``confidence``: each line's score, mark and flags,
+and each sentence's (``model/confidence.py``); with ``"attention": true`` also the explorer's data for every
+sentence of the first non-empty line (the same data ``translate.py attention=x.html`` embeds), with ``"n_best":
+true`` every hypothesis the beam ended with for its first sentence, best first, with scores. Requests take turns
+in shared model batches (``batcher.py``), within limits (``limits.py``). No request names a file: the server
 reads only the run it was started with. ``/docs`` is the interactive API page, served offline.
 
 Every request's work is bounded: source tokens × beam width (plus its n-best and attention) up to

@@ -51,6 +51,15 @@ def test_the_score_is_the_mean_log_probability_of_the_output_recomputed_in_float
         assert output.score == pytest.approx(forced.sum().item() / len(output.ids), abs=2e-5)
 
 
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_without_scores_the_search_finds_the_same_outputs(model_and_sources, beam_size):
+    model, src = model_and_sources
+    config = SearchConfig(beam_size=beam_size)
+    scored, plain = search(model, src, BOS, EOS, config), search(model, src, BOS, EOS, config, scores=False)
+    assert [o.ids for o in plain] == [o.ids for o in scored]
+    assert all(o.token_log_probs is None and o.score is None for o in plain)
+
+
 def test_repeats_fire_on_a_loop_and_not_on_what_the_source_repeats():
     loop = [5, 6, 7] * 4 + [EOS]
     assert most_repeated(loop, 3) == 4 and repeats([8, 9, 10, 11, 12, EOS], loop)

@@ -49,6 +49,9 @@ def test_the_same_translations_as_ours_in_float32(ours, engine, config):
     theirs = engine.translate(SENTENCES, config)
     assert [s.output_ids for t in theirs for s in t.sentences] == [s.output_ids for t in mine for s in t.sentences]
     assert [t.text for t in theirs] == [t.text for t in mine] and theirs[8].text == ""  # empty stays empty
+    # Its scores, given back from its length-normalized ones: the same mean log-probability per token as ours.
+    assert [s.confidence.score for t in theirs for s in t.sentences] == pytest.approx(
+        [s.confidence.score for t in mine for s in t.sentences], abs=0.01)
     # Its n-best through the same pipeline: the beam's hypotheses, best first, the best being the translation
     # (the others may differ: CTranslate2 sets finished hypotheses aside, ours keep their places in the beam).
     n_best = engine.n_best(theirs[0].sentences[0], config)

@@ -217,8 +217,9 @@ def test_the_page_in_a_real_browser(browser, smoke_run, tmp_path):
         assert badge.text == expected["confidence"][0]["mark"] and "score" in badge.get_attribute("title")
         browser.find_element(By.ID, "tint").click()  # the tokens, tinted by their probability
         tokens = browser.find_elements(By.CSS_SELECTOR, "#translations li span.token")
-        assert [t.get_attribute("title") for t in tokens] == [f"{p:.3f}" for s in expected["confidence"][0]["sentences"]
-                                                              for p in s["probabilities"]]
+        assert [t.get_attribute("title") for t in tokens] == [
+            f"{token}: {p:.3f}" for s in expected["confidence"][0]["sentences"]
+            for token, p in zip(s["tokens"], s["probabilities"])]
         browser.switch_to.frame(browser.find_element(By.ID, "explorer"))
         WebDriverWait(browser, 30).until(expected_conditions.presence_of_element_located((By.ID, "model-view")))
         browser.find_element(By.CSS_SELECTOR, '#model-view canvas[data-layer="0"][data-head="1"]').click()

@@ -47,8 +47,10 @@ def output_limit(source: list[int], config: SearchConfig, max_len: int) -> int:
 class SearchBackend(Protocol):
     """What a ``Translator`` asks of a search."""
 
-    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None) -> list[Output]:
-        """An output per source (ids ending in EOS, no padding); rows not kept (``keep_rows``) may end early."""
+    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None,
+               scores: bool = True) -> list[Output]:
+        """An output per source (ids ending in EOS, no padding; with their log-probabilities as far as the engine
+        gives them, unless ``scores=False``); rows not kept (``keep_rows``) may end early."""
 
     def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
         """Every hypothesis the beam ends with for one source, best first, with its score."""
@@ -69,10 +71,11 @@ class OurSearch:
         """bf16 autocast on a GPU; oneDNN's linear layers on an x86 CPU (``onednn.py``)."""
         return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else fast_linear(device)
 
-    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None) -> list[Output]:
+    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None,
+               scores: bool = True) -> list[Output]:
         src = self._batch(sources)
         with self._speed_up(src.device):
-            return search(self.model, src, self.bos_id, self.eos_id, config, keep_rows)
+            return search(self.model, src, self.bos_id, self.eos_id, config, keep_rows, scores)
 
     def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
         src = self._batch([source])
@@ -115,14 +118,16 @@ class CTranslate2Search:
         ids = [self.ids[piece] for piece in pieces]
         return ids + [self.eos_id] if len(ids) < limit else ids  # it ended: CTranslate2 drops the EOS
 
-    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None) -> list[Output]:
+    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None,
+               scores: bool = True) -> list[Output]:
         outputs: list[Output] = []
         # One call per output limit; a length-sorted batch has few (the limit grows with the length).
         for limit, group in groupby(sources, key=lambda source: output_limit(source, config, self.max_len)):
             for answer in self._translate(list(group), config, limit):
                 ids = self._ids(answer.hypotheses[0], limit)
                 # Its score is the log-probability over length^alpha (the EOS counted): the sum given back.
-                outputs.append(Output(ids, None, answer.scores[0] * len(ids) ** config.length_penalty))
+                total = answer.scores[0] * len(ids) ** config.length_penalty if scores else None
+                outputs.append(Output(ids, None, total))
         return outputs
 
     def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
@@ -160,7 +165,8 @@ class TransformersSearch:
                                    num_return_sequences=config.beam_size if whole_beam else 1,
                                    return_dict_in_generate=True, **beam)
 
-    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None) -> list[Output]:
+    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None,
+               scores: bool = True) -> list[Output]:
         outputs: list[Output] = []  # without scores: generate() gives them only for the whole beam
         for limit, group in groupby(sources, key=lambda source: output_limit(source, config, self.max_len)):
             generated = self._generate(list(group), config, limit).sequences[:, 1:]  # without the start token

@@ -168,11 +168,11 @@ class Translator:
 
     @torch.no_grad()
     def translate(self, lines: list[str], config: SearchConfig | None = None, batch_size: int = 64,
-                  keep_rows: KeepRows | None = None) -> list[Translation]:
+                  keep_rows: KeepRows | None = None, scores: bool = True) -> list[Translation]:
         """Translate lines with ``config`` (default: the run's search), one translation per line: every sentence
         of the call (each distinct one once) in batches of similar length, joined back into its line; empty
         lines stay empty. ``keep_rows``: which lines to keep translating, asked at every step of our search
-        (``model.search.KeepRows``)."""
+        (``model.search.KeepRows``); ``scores=False``: the search keeps no log-probabilities (flags only)."""
         config, splitter = config or self.settings.search, self.splitter
         lines = [normalized(line) for line in lines]
         pieces = [splitter.pieces(line) for line in lines]
@@ -183,7 +183,7 @@ class Translator:
 
         def search(texts: list[str]) -> list[Sentence]:
             wanted = None if keep_rows is None else lambda: any_of(keep_rows(), [owners[text] for text in texts])
-            return self._translate_sentences(texts, config, batch_size, wanted)
+            return self._translate_sentences(texts, config, batch_size, wanted, scores)
 
         translated = translate_pieces(pieces, search)
         return [Translation(line.strip(), splitter.join(line_pieces, [s.text for s in found]).rstrip()
@@ -191,7 +191,7 @@ class Translator:
                 for line, line_pieces, found in zip(lines, pieces, translated)]
 
     def _translate_sentences(self, texts: list[str], config: SearchConfig, batch_size: int,
-                             keep_rows: KeepRows | None) -> list[Sentence]:
+                             keep_rows: KeepRows | None, scores: bool) -> list[Sentence]:
         """Sentences searched in batches of similar length, answered in their order."""
         whole = self._counted(self._source_ids(texts))
         cut = [len(seq) > self.max_source_tokens for seq in whole]
@@ -200,7 +200,7 @@ class Translator:
         order = sorted(range(len(texts)), key=lambda j: len(ids[j]))  # similar lengths batch together
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
-            outputs = self.backend.search([ids[j] for j in batch], config, rows_of(keep_rows, batch))
+            outputs = self.backend.search([ids[j] for j in batch], config, rows_of(keep_rows, batch), scores)
             texts_out = self.text([output.ids for output in outputs], [texts[j] for j in batch])
             for j, output, text in zip(batch, outputs, texts_out):
                 results[j] = Sentence(texts[j], text, ids[j], output.ids, self.confidence(ids[j], output, cut[j]),

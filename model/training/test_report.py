@@ -28,9 +28,9 @@ def copied(translate: Callable[[list[str]], list[str]], source_lang: str) -> dic
     return {kind: round(hits / total, 4) for kind, (hits, total) in shares.items()}
 
 
-def calibrated_quality(trainer: L.Trainer, pl_module: L.LightningModule, rows: list, run_dir: Path) -> dict:
+def calibrated_quality(trainer: L.Trainer, pl_module: L.LightningModule, rows: list, run_dir: Path) -> dict | None:
     """Sets the run's confidence marks from its validation split (``confidence.json``), then scores them on
-    the test split's outputs (``model/training/confidence_report.py``)."""
+    the test split's outputs (``model/training/confidence_report.py``); None without a validation split."""
     datamodule, tokenizer, config = trainer.datamodule, pl_module.tokenizer, pl_module.search_config
     limit = datamodule.hparams.max_sentence_len
 
@@ -39,6 +39,8 @@ def calibrated_quality(trainer: L.Trainer, pl_module: L.LightningModule, rows: l
         return [truncate_source(ids, limit) for ids in whole], [len(ids) > limit for ids in whole]
 
     validation, _ = read("validation", CALIBRATION_SENTENCES)
+    if not validation:  # nothing to set the marks by
+        return None
     outputs = searched(pl_module.model, validation, tokenizer.bos_id, tokenizer.eos_id, config)
     calibration = calibration_of(validation, outputs, config.beam_size)
     save_calibration(run_dir, calibration)

@@ -1,0 +1,31 @@
+"""scripts/calibrate.py: the confidence marks of a run from before, set from its own validation split."""
+
+import json
+import shutil
+
+import pytest
+
+from calibrate import main
+from model.inference.translator import Translator
+
+
+def test_a_run_without_marks_gets_them_from_its_validation_split(smoke_run, tmp_path, capsys):
+    run = tmp_path / "run"  # a copy: the shared run stays as it is
+    shutil.copytree(smoke_run, run, ignore=shutil.ignore_patterns("ctranslate2*", "wandb", "attention"))
+    (run / "confidence.json").unlink()
+    metrics = json.loads((run / "test_metrics.json").read_text())
+    del metrics["confidence"]
+    (run / "test_metrics.json").write_text(json.dumps(metrics))
+    assert Translator.load(run).calibration is None  # scores without marks
+    assert main([str(run)]) == 0
+    calibration = json.loads((run / "confidence.json").read_text())
+    assert calibration["check_below"] >= calibration["wrong_below"] and calibration["beam_size"] == 2
+    quality = json.loads((run / "test_metrics.json").read_text())["confidence"]
+    assert quality["sentences"] == metrics["sentences"] and '"auroc_chrf_below_30"' in capsys.readouterr().out
+    assert vars(Translator.load(run).calibration) == calibration  # read back by every entry
+
+
+def test_a_folder_that_is_no_run_is_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main([str(tmp_path / "nothing")])
+    assert stop.value.code == 2 and "calibrate.py: " in capsys.readouterr().err
