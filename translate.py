@@ -232,7 +232,7 @@ def translate_lines(cfg: TranslateConfig, sentences: list[str], translator: Tran
             out = (files.enter_context(atomic_file(target, partial=partial, keep_on=(KeyboardInterrupt,)))
                    if target else sys.stdout)
             for chunk in chunks(lines, cfg.chunk_size, reader.waiting if reader else lambda: True):
-                translations = translator.translate(chunk, batch_size=cfg.batch_size, scores=cfg.scores)
+                translations = translator.translate(chunk, batch_size=cfg.batch_size)
                 if cfg.attention and drawn is None:  # the first non-empty line
                     drawn = next((t for t in translations if t.sentences), None)
                 out.write("".join((t.tsv() if cfg.scores else t.text) + "\n" for t in translations))

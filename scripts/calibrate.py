@@ -39,9 +39,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("run", type=Path, help="a trained run folder")
     parser.add_argument("--engine", default="ours", help="ours | ctranslate2 (as translate.py engine=)")
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--sentences", type=int, default=CALIBRATION_SENTENCES, help="validation sentences that "
+                        "set the marks (their first N)")
+    parser.add_argument("--test-sentences", type=int, default=None, help="test sentences scored (default: all)")
     parser.add_argument("--no-test", action="store_true", help="set the marks only, without scoring them on the "
                         "test split")
     args = parser.parse_args(argv)
+    if args.sentences < 1 or (args.test_sentences is not None and args.test_sentences < 1):
+        parser.error("--sentences and --test-sentences must be at least 1")
     try:
         translator = Translator.load(args.run, args.device, args.engine)
     except (RunLoadError, ValueError) as error:
@@ -51,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"calibrate.py: {folder} holds no config.yaml: its splits cannot be rebuilt\n")
     validation, test, references = run_splits(folder)
     translator.calibration = None
-    sentences = [s for t in translator.translate(validation[:CALIBRATION_SENTENCES]) for s in t.sentences]
+    sentences = [s for t in translator.translate(validation[: args.sentences]) for s in t.sentences]
     if any(s.confidence.score is None for s in sentences):
         parser.exit(2, f"calibrate.py: engine={args.engine} gives no scores\n")
     translator.calibration = calibrate([s.confidence.score for s in sentences],
@@ -61,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{folder / 'confidence.json'}: {json.dumps(vars(translator.calibration))}")
     if args.no_test:
         return 0
-    translations = translator.translate(test)
-    quality = confidence_quality([t.confidence for t in translations], [t.text for t in translations], references,
-                                 translator.settings.pair.target)
+    translations = translator.translate(test[: args.test_sentences])
+    quality = confidence_quality([t.confidence for t in translations], [t.text for t in translations],
+                                 references[: len(translations)], translator.settings.pair.target)
     print(json.dumps(quality, indent=2))
     metrics = folder / "test_metrics.json"
     if metrics.is_file():

@@ -17,11 +17,11 @@ def test_a_run_without_marks_gets_them_from_its_validation_split(smoke_run, tmp_
     del metrics["confidence"]
     (run / "test_metrics.json").write_text(json.dumps(metrics))
     assert Translator.load(run).calibration is None  # scores without marks
-    assert main([str(run)]) == 0
+    assert main([str(run), "--sentences", "40", "--test-sentences", "30"]) == 0
     calibration = json.loads((run / "confidence.json").read_text())
     assert calibration["check_below"] >= calibration["wrong_below"] and calibration["beam_size"] == 2
     quality = json.loads((run / "test_metrics.json").read_text())["confidence"]
-    assert quality["sentences"] == metrics["sentences"] and '"auroc_chrf_below_30"' in capsys.readouterr().out
+    assert quality["sentences"] == 30 and '"auroc_chrf_below_30"' in capsys.readouterr().out
     assert vars(Translator.load(run).calibration) == calibration  # read back by every entry
 
 
