@@ -14,15 +14,13 @@ Options (defaults in brackets; "the run's" = what the run was trained with, in i
 {options}
   -- SENTENCE ...     everything after -- is a sentence, even with "=" in it
 
-Each line is translated sentence by sentence and joined back: paragraphs, list items,
-labels ("Note: ..."), headings and lines in capitals; empty lines give empty lines (the
-line count is always kept). A sentence longer than the model reads is cut at its inner
-punctuation; one that still does not fit is truncated, and invalid UTF-8 bytes are
-replaced, each with one warning (the truncated lines by number).
-Typed or piped lines are translated as soon as they arrive. output=FILE is written to
-FILE.partial and renamed when done; Ctrl-C keeps what was translated there (exit 130).
-output= must be a regular file or a new path (a directory, device or FIFO is refused); a
-link to a file is written through to its target. beam_size is at most 64.
+Each line is translated sentence by sentence and joined back: paragraphs, list items, labels ("Note: ..."),
+headings and lines in capitals; empty lines give empty lines (the line count is always kept). A sentence longer
+than the model reads is cut at its inner punctuation; one that still does not fit is truncated, and invalid
+UTF-8 bytes are replaced, each with one warning (the truncated lines by number). Typed or piped lines are
+translated as soon as they arrive. output=FILE is written to FILE.partial and renamed when done; Ctrl-C keeps
+what was translated there (exit 130). output= must be a regular file or a new path (a directory, device or FIFO
+is refused); a link to a file is written through to its target. beam_size is at most 64.
 """
 
 from __future__ import annotations
@@ -281,8 +279,10 @@ def draw_attention(views: list[SentenceView], path: str, every_layer: bool, titl
 
 def report(translator: Translator, reader, cut: list[int], scores: bool = False) -> None:
     """One warning per kind of input that was changed to be translatable; scores=true without marks."""
-    if scores and translator.calibration is None:
-        warn("this run has no confidence.json: scores without marks (python scripts/calibrate.py RUN sets them)")
+    calibration = translator.calibration
+    if scores and (calibration is None or calibration.beam_size != translator.settings.search.beam_size):
+        warn("no confidence.json: marks from flags only (python scripts/calibrate.py RUN sets them)" if calibration
+             is None else f"the marks were set for beam {calibration.beam_size}: 'check' may come too often or too rarely")
     if cut:
         shown = ", ".join(map(str, cut[:10])) + (f" and {len(cut) - 10} more" if len(cut) > 10 else "")
         warn(f"{translator.truncated} sentence(s) longer than {translator.max_source_tokens} tokens, even cut at "

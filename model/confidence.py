@@ -1,9 +1,10 @@
-"""How sure a translation is: a score per sentence, two flags for what the score misses, and three marks.
+"""How sure a translation is: a score per sentence, flags for what the score misses, and three marks.
 
 The score is the model's own mean log-probability per output token (``Output.score``, read from the search):
 the best cheap detector of bad and hallucinated translations (Guerreiro et al., 2023; Dale et al., 2023).
 Two checks catch what it misses: an output repeating an n-gram far more than its source (the search caught
-in a loop) and an output length far from the usual ratio to its source (a clause dropped, or invented).
+in a loop) and an output length far from the usual ratio to its source (a clause dropped, or invented); a
+third says the source was truncated.
 A run's own validation split sets where the marks change (``calibrate``), so "check" means the same share
 of that run's translations whatever the model; the score is never called a probability.
 """
@@ -19,7 +20,7 @@ MARKS = ("fine", "check", "likely wrong")
 CHECK_QUANTILE, WRONG_QUANTILE = 0.30, 0.10  # validation scores below these quantiles: "check", "likely wrong"
 LENGTH_QUANTILES = (0.005, 0.995)  # output/source length ratios outside these validation quantiles: flagged
 REPEAT_NGRAMS = (2, 3, 4)  # n-grams of token ids counted (single tokens repeat in any sentence: "de", "the")
-MIN_REPEATS = 3  # an n-gram at least this often in the output, and more than twice as often as in its source
+MIN_REPEATS = 3  # an n-gram this often in the output, and more than twice the source's most repeated n-gram
 
 
 @dataclass(frozen=True)
@@ -28,10 +29,11 @@ class Calibration:
 
     check_below: float  # a score below this is marked "check"
     wrong_below: float  # ... "likely wrong"
-    shortest_ratio: float  # output/source token ratios outside [shortest, longest] raise the length flag
+    shortest_ratio: float  # output/source token ratios outside [shortest, longest] raise the length flag (set by
+    # the outputs that ended)
     longest_ratio: float
     sentences: int  # validation sentences that set them
-    beam_size: int  # the search they were translated with (a score depends on it)
+    beam_size: int  # the search they were translated with (a score depends on it: translate.py warns on another)
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,7 @@ class Confidence:
     repeats: bool  # an n-gram repeated far more often than in its source
     length: bool  # an unusual length for its source (outside the run's band), or the output never ended
     cut: bool  # its source was longer than the model reads: truncated
-    mark: str | None  # one of MARKS; None when neither a score with a calibration nor a flag says anything
+    mark: str | None  # one of MARKS; None when no flag is raised and there is no score or no calibration
 
     @property
     def flags(self) -> list[str]:
@@ -77,10 +79,10 @@ def quantile(values: list[float], q: float) -> float:
 
 
 def calibrate(scores: list[float], ratios: list[float], beam_size: int) -> Calibration:
-    """The marks' thresholds from the scores and length ratios of a validation split's translations."""
-    if not scores or len(scores) != len(ratios):
-        raise ValueError(f"calibrating needs a score and a length ratio per sentence, got {len(scores)} and "
-                         f"{len(ratios)}")
+    """The marks' thresholds from the scores of a validation split's translations and the length ratios of those
+    that ended."""
+    if not scores or not ratios:
+        raise ValueError(f"calibrating needs scores and length ratios, got {len(scores)} and {len(ratios)}")
     return Calibration(quantile(scores, CHECK_QUANTILE), quantile(scores, WRONG_QUANTILE),
                        quantile(ratios, LENGTH_QUANTILES[0]), quantile(ratios, LENGTH_QUANTILES[1]), len(scores),
                        beam_size)

@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+from data.atomic_file import write_text_atomically
 from model.confidence import calibrate, length_ratio
 from model.inference.run_folder import RunLoadError
 from model.inference.translator import Translator
@@ -57,23 +58,25 @@ def main(argv: list[str] | None = None) -> int:
     validation, test, references = run_splits(folder)
     translator.calibration = None
     sentences = [s for t in translator.translate(validation[: args.sentences]) for s in t.sentences]
-    if any(s.confidence.score is None for s in sentences):
-        parser.exit(2, f"calibrate.py: engine={args.engine} gives no scores\n")
+    if not sentences or any(s.confidence.score is None for s in sentences):
+        parser.exit(2, f"calibrate.py: no validation sentences, or engine={args.engine} gives no scores\n")
+    ended = [s for s in sentences if s.output_ids[-1:] == [translator.tokenizer.eos_id]] or sentences
     translator.calibration = calibrate([s.confidence.score for s in sentences],
-                                       [length_ratio(s.src_ids, s.output_ids) for s in sentences],
+                                       [length_ratio(s.src_ids, s.output_ids) for s in ended],
                                        translator.settings.search.beam_size)
     save_calibration(folder, translator.calibration)
     print(f"{folder / 'confidence.json'}: {json.dumps(vars(translator.calibration))}")
     if args.no_test:
         return 0
-    translations = translator.translate(test[: args.test_sentences])
-    quality = confidence_quality([t.confidence for t in translations], [t.text for t in translations],
-                                 references[: len(translations)], translator.settings.pair.target)
+    scored = [(t, refs) for t, refs in zip(translator.translate(test[: args.test_sentences]), references)
+              if t.confidence is not None]  # an empty line has none
+    quality = confidence_quality([t.confidence for t, _ in scored], [t.text for t, _ in scored],
+                                 [refs for _, refs in scored], translator.settings.pair.target)
     print(json.dumps(quality, indent=2))
     metrics = folder / "test_metrics.json"
     if metrics.is_file():
-        metrics.write_text(json.dumps({**json.loads(metrics.read_text(encoding="utf-8")), "confidence": quality},
-                                      indent=2), encoding="utf-8")
+        write_text_atomically(metrics, json.dumps({**json.loads(metrics.read_text(encoding="utf-8")),
+                                                   "confidence": quality}, indent=2))
     return 0
 
 

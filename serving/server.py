@@ -80,8 +80,8 @@ class TranslateResponse(BaseModel):
                                                              "reads, even cut at its inner punctuation: truncated")
     confidence: list[dict | None] = Field(default_factory=list, description=(
         "per line (null for an empty line): score (mean log-probability per output token; 0 is sure), mark (fine, "
-        "check, likely wrong; null for a run without confidence.json), flags (repeats, length, cut), and the same "
-        "per sentence with its tokens and their probabilities"))
+        "check, likely wrong; without the run's confidence.json only a flag marks), flags (repeats, length, cut), "
+        "and the same per sentence with its tokens and their probabilities"))
     attention: dict | None = None
     n_best: list[Hypothesis] | None = None
 

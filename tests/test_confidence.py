@@ -103,10 +103,11 @@ def test_calibration_sets_the_quantiles_and_is_read_back(tmp_path):
     assert read_calibration(tmp_path) is None  # a run from before: scores without marks
     save_calibration(tmp_path, found)
     assert read_calibration(tmp_path) == found
-    (tmp_path / CALIBRATION_FILE).write_text(json.dumps({"check_below": "low"}))
-    with pytest.raises(RunLoadError, match="confidence.json: unreadable calibration"):
-        read_calibration(tmp_path)
-    with pytest.raises(ValueError, match="a score and a length ratio per sentence"):
+    for broken in ({"check_below": "low"}, {**vars(found), "wrong_below": float("nan")}):
+        (tmp_path / CALIBRATION_FILE).write_text(json.dumps(broken))
+        with pytest.raises(RunLoadError, match="confidence.json: unreadable calibration"):
+            read_calibration(tmp_path)
+    with pytest.raises(ValueError, match="calibrating needs scores and length ratios"):
         calibrate([], [], 1)
 
 

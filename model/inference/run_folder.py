@@ -143,17 +143,19 @@ def run_settings(run_folder: Path) -> RunSettings:
 
 
 def read_calibration(run_folder: Path) -> Calibration | None:
-    """The run's ``confidence.json`` (None for a run from before it was written: scores without marks)."""
+    """The run's ``confidence.json`` (None for a run from before it was written: scores, and marks from flags only)."""
     path = run_folder / CALIBRATION_FILE
     if not path.is_file():
         return None
     import json
+    import math
 
     try:
         values = json.loads(path.read_text(encoding="utf-8"))
         calibration = Calibration(**values)
-        if not all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in values.values()):
-            raise ValueError("numbers expected")
+        if not all(isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                   for value in values.values()):
+            raise ValueError("finite numbers expected")
     except (ValueError, TypeError) as error:
         raise RunLoadError(f"{path}: unreadable calibration ({str(error).splitlines()[0][:120]}); "
                            f"write it again: python scripts/calibrate.py") from None

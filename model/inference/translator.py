@@ -86,7 +86,7 @@ class Translator:
     backend: SearchBackend = field(repr=False)
     settings: RunSettings = RunSettings()
     files: RunFiles | None = None  # where the weights were read from (an export is made from them)
-    calibration: Calibration | None = None  # where its marks change (None: a run from before, scores only)
+    calibration: Calibration | None = None  # where its marks change (None: a run from before; flags alone mark)
     truncated: int = 0  # sources cut to the length limit so far
 
     @classmethod

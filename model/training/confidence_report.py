@@ -1,6 +1,7 @@
 """A run's confidence marks: set by its validation split at the end of training, scored on its test split.
 
-``scripts/calibrate.py`` does the same for a run from before (through ``translate.py``'s pipeline).
+``scripts/calibrate.py`` sets them for a run from before, through ``translate.py``'s pipeline (per sentence of each
+line, where this reads the split's rows as training does).
 """
 
 from __future__ import annotations
@@ -41,10 +42,12 @@ def searched(model: Seq2SeqTransformer, sources: list[list[int]], bos_id: int, e
     return [found[i] for i in range(len(sources))]
 
 
-def calibration_of(sources: list[list[int]], outputs: list[Output], beam_size: int) -> Calibration:
-    """The marks' thresholds from a validation split's sources and their outputs."""
+def calibration_of(sources: list[list[int]], outputs: list[Output], eos_id: int, beam_size: int) -> Calibration:
+    """The marks' thresholds from a validation split's sources and their outputs (the length band from those that
+    ended: a loop cut at the length limit does not widen it)."""
+    ended = [(src, output) for src, output in zip(sources, outputs) if output.ids[-1:] == [eos_id]]
     return calibrate([output.score for output in outputs],
-                     [length_ratio(src, output.ids) for src, output in zip(sources, outputs)], beam_size)
+                     [length_ratio(src, output.ids) for src, output in ended or zip(sources, outputs)], beam_size)
 
 
 def save_calibration(run_folder: Path, calibration: Calibration) -> None:

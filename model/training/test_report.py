@@ -41,8 +41,9 @@ def calibrated_quality(trainer: L.Trainer, pl_module: L.LightningModule, rows: l
     validation, _ = read("validation", CALIBRATION_SENTENCES)
     if not validation:  # nothing to set the marks by
         return None
-    outputs = searched(pl_module.model, validation, tokenizer.bos_id, tokenizer.eos_id, config)
-    calibration = calibration_of(validation, outputs, config.beam_size)
+    with trainer.precision_plugin.forward_context():  # the precision the test split was searched in (bf16 or not)
+        outputs = searched(pl_module.model, validation, tokenizer.bos_id, tokenizer.eos_id, config)
+    calibration = calibration_of(validation, outputs, tokenizer.eos_id, config.beam_size)
     save_calibration(run_dir, calibration)
     test_sources, cut = read("test", len(rows))  # rows: every test sentence, in sentence order
     found = confidences(test_sources, pl_module.test_outputs["test"], tokenizer.eos_id, calibration, cut)
