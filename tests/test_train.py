@@ -138,10 +138,8 @@ def test_smoke_run_end_to_end(smoke_run):
     # Where the time went: every phase and the steps' tokens.
     split = json.loads((smoke_run / "time_split.json").read_text())
     metrics = json.loads((smoke_run / "test_metrics.json").read_text())
-    assert "time_split" not in metrics  # one writer per file
-    # The confidence marks, set by the validation split, and how well they told the test split's bad translations.
+    assert "time_split" not in metrics  # one writer per file; the confidence marks, set by validation, scored on test:
     assert (smoke_run / "confidence.json").is_file() and metrics["confidence"]["sentences"] == metrics["sentences"]
-    assert {"auroc_chrf_below_30", "likely_wrong", "check_or_likely_wrong", "flags_on_good"} <= set(metrics["confidence"])
     assert split["steps"] == 60 and split["tokens"] > 0
     assert all(split["seconds"][phase] > 0 for phase in ("data", "steps", "validation", "views", "checkpoints", "test"))
     assert sum(split["seconds"].values()) == pytest.approx(split["wall_s"], abs=0.1)
