@@ -72,6 +72,13 @@ def length_ratio(source_ids: list[int], output_ids: list[int]) -> float:
     return len(output_ids) / max(len(source_ids), 1)
 
 
+def length_ratios(sources: list[list[int]], outputs: list[list[int]], eos_id: int) -> list[float]:
+    """The length ratios that set the usual band: of the outputs that ended (all, if none did), so that a loop cut
+    at the length limit does not widen it."""
+    ended = [(src, out) for src, out in zip(sources, outputs) if out[-1:] == [eos_id]]
+    return [length_ratio(src, out) for src, out in ended or zip(sources, outputs)]
+
+
 def quantile(values: list[float], q: float) -> float:
     """The ``q`` quantile of ``values`` (nearest rank, no interpolation)."""
     ordered = sorted(values)

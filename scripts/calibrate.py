@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from data.atomic_file import write_text_atomically
-from model.confidence import calibrate, length_ratio
+from model.confidence import calibrate, length_ratios
 from model.inference.run_folder import RunLoadError
 from model.inference.translator import Translator
 from model.training.confidence_report import CALIBRATION_SENTENCES, confidence_quality, save_calibration
@@ -60,9 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     sentences = [s for t in translator.translate(validation[: args.sentences]) for s in t.sentences]
     if not sentences or any(s.confidence.score is None for s in sentences):
         parser.exit(2, f"calibrate.py: no validation sentences, or engine={args.engine} gives no scores\n")
-    ended = [s for s in sentences if s.output_ids[-1:] == [translator.tokenizer.eos_id]] or sentences
-    translator.calibration = calibrate([s.confidence.score for s in sentences],
-                                       [length_ratio(s.src_ids, s.output_ids) for s in ended],
+    ratios = length_ratios([s.src_ids for s in sentences], [s.output_ids for s in sentences],
+                           translator.tokenizer.eos_id)
+    translator.calibration = calibrate([s.confidence.score for s in sentences], ratios,
                                        translator.settings.search.beam_size)
     save_calibration(folder, translator.calibration)
     print(f"{folder / 'confidence.json'}: {json.dumps(vars(translator.calibration))}")

@@ -16,7 +16,7 @@ from sacrebleu.metrics import BLEU, CHRF
 from data.atomic_file import write_text_atomically
 from data.languages import bleu_tokenizer
 from data.sampler import pad_batch
-from model.confidence import Calibration, Confidence, auroc, calibrate, confidence, length_ratio
+from model.confidence import Calibration, Confidence, auroc, calibrate, confidence, length_ratios
 from model.inference.run_folder import CALIBRATION_FILE
 from model.search import Output, SearchConfig, search
 from model.transformer import Seq2SeqTransformer
@@ -43,11 +43,9 @@ def searched(model: Seq2SeqTransformer, sources: list[list[int]], bos_id: int, e
 
 
 def calibration_of(sources: list[list[int]], outputs: list[Output], eos_id: int, beam_size: int) -> Calibration:
-    """The marks' thresholds from a validation split's sources and their outputs (the length band from those that
-    ended: a loop cut at the length limit does not widen it)."""
-    ended = [(src, output) for src, output in zip(sources, outputs) if output.ids[-1:] == [eos_id]]
+    """The marks' thresholds from a validation split's sources and their outputs."""
     return calibrate([output.score for output in outputs],
-                     [length_ratio(src, output.ids) for src, output in ended or zip(sources, outputs)], beam_size)
+                     length_ratios(sources, [output.ids for output in outputs], eos_id), beam_size)
 
 
 def save_calibration(run_folder: Path, calibration: Calibration) -> None:

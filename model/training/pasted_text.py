@@ -8,10 +8,9 @@ import lightning as L
 import torch
 
 from data.casing import title_cased
-from data.sampler import pad_batch
 from data.sentences import LineSplitter, translate_pieces
 from data.tokenizer import truncate_source
-from model.search import search
+from model.training.confidence_report import searched
 from model.training.metrics import corpus_scores
 
 PARAGRAPH = 4  # sentences joined into one paragraph
@@ -28,21 +27,12 @@ def translated_lines(module: L.LightningModule, lines: list[str], max_source_tok
 
     def translate(texts: list[str]) -> list[str]:
         ids = [truncate_source(seq, max_source_tokens) for seq in tokenizer.encode_src(texts)]
-        order, outputs = sorted(range(len(texts)), key=lambda i: len(ids[i])), {}  # by length: less padding
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            src = pad_batch([ids[i] for i in rows], model.pad_id).to(module.device)  # (B, S)
-            found = search(model, src, tokenizer.bos_id, tokenizer.eos_id, module.search_config)
-            outputs.update(zip(rows, tokenizer.decode_tgt([o.ids for o in found], [texts[i] for i in rows])))
-        return [outputs[i] for i in range(len(texts))]
+        found = searched(model, ids, tokenizer.bos_id, tokenizer.eos_id, module.search_config, batch_size)
+        return tokenizer.decode_tgt([output.ids for output in found], texts)
 
     splitter = LineSplitter(pair.source, pair.target, tokenizer, fits)
     pieces = [splitter.pieces(line) for line in lines]
-    training, _ = model.training, model.eval()
-    try:
-        translated = translate_pieces(pieces, translate)
-    finally:
-        model.train(training)
+    translated = translate_pieces(pieces, translate)  # searched() evaluates the model in eval mode
     return [splitter.join(line_pieces, found) for line_pieces, found in zip(pieces, translated)]
 
 
