@@ -5,7 +5,8 @@
         run.fit(trainer, module, datamodule)   # resumes, stops on a signal, writes final.ckpt
     # on the way out: where the time went (time_split.json), the run folder let go
 
-Inside: machine and precision, the run folder, stops and checkpoints, the non-finite guard, the time split.
+Inside: machine and precision, the run folder, stops and checkpoints, the non-finite guard, the time split, and the
+weights' moving average (`averaging=ema`, weight_averaging.py).
 """
 
 import json
@@ -62,7 +63,7 @@ class Run:
     def trainer_parts(self, callbacks: list[L.Callback]) -> dict:
         """The Trainer's callbacks, plugins and precision, around the configured ``callbacks``."""
         for callback in callbacks:
-            if getattr(callback, "clock", False) is None:  # the attention views: their work timed on the run's clock
+            if getattr(callback, "clock", False) is None:  # the views, the averaging: timed on the run's clock
                 callback.clock = self.clock
         return {"callbacks": [self.time_split, *callbacks, self.stop], "plugins": [self.checkpoint_io],
                 "precision": self.cfg.runtime.precision}

@@ -58,6 +58,8 @@ def check_run_folder(cfg: DictConfig, run_dir: Path, model_config: dict, tokeniz
     differ += [f"data.{k}" for k in DATA_KEYS if k in old.data and old.data[k] != cfg.data.get(k)]
     differ += ["data.source_lang / data.target_lang"] if pair_of(old.data) != pair_of(cfg.data) else []  # old: en→es
     differ += ["seed"] if old.get("seed") != cfg.seed else []
+    averages = lambda config: bool((config.get("callbacks") or {}).get("weight_averaging"))  # noqa: E731
+    differ += ["averaging"] if averages(old) != averages(cfg) else []  # which weights last.ckpt's state_dict holds
     if not differ and tokenizer_fingerprint(run_dir) != tokenizer_fingerprint(tokenizer_folder):
         differ.append("the tokenizer (tokenizer.json)")
     if differ:

@@ -30,8 +30,8 @@ COLUMNS = ["variant", "params (M)", "steps", "tokens/s", "best val BLEU", "best 
            *[f"{what} to {mark}" for mark in MARKS for what in ("minutes", "steps")]]
 
 
-SPLIT_COLUMNS = ["variant", "wall min", "steps", "validation", "views", "checkpoints", "data", "test", "rest",
-                 "tokens/s (steps)", "tokens/s (wall)"]
+SPLIT_COLUMNS = ["variant", "wall min", "steps", "averaging", "validation", "views", "checkpoints", "data", "test",
+                 "rest", "tokens/s (steps)", "tokens/s (wall)"]
 
 
 def time_split_row(run: Path, variant: str) -> dict[str, object] | None:
@@ -147,7 +147,7 @@ def parameter_count(model_config: dict) -> int:
 
 def markdown(rows: list[dict[str, object]], columns: list[str] = COLUMNS) -> str:
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(str(row[c]) for c in columns) + " |" for row in rows]
+    lines += ["| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in rows]  # "": not recorded
     return "\n".join(lines) + "\n"
 
 

@@ -47,8 +47,8 @@ def test_phases_are_exclusive_and_the_rest_is_what_none_claimed(fake_time):
         fake_time.now += 1
     split = clock.split(steps=3, tokens=3000)
     assert split["wall_s"] == 40
-    assert split["seconds"] == {"data": 10, "steps": 15, "validation": 5, "views": 3, "checkpoints": 2, "test": 0,
-                                "rest": 5}
+    assert split["seconds"] == {"data": 10, "steps": 15, "averaging": 0, "validation": 5, "views": 3,
+                                "checkpoints": 2, "test": 0, "rest": 5}
     assert sum(split["share"].values()) == pytest.approx(1.0)
     assert split["tokens_per_s_steps"] == 200 and split["tokens_per_s_wall"] == 75
     assert split_line(split) == ("time split: 0.7 min = data 25.0% · steps 37.5% · validation 12.5% · views 7.5% · "

@@ -256,8 +256,8 @@ def test_a_run_folder_keeps_its_settings(smoke_run, tmp_path, data_cache):
     shutil.copytree(smoke_run, run, ignore=shutil.ignore_patterns("wandb", "final.ckpt"))  # as if interrupted
     before = {name: (run / name).read_bytes() for name in ("config.yaml", "tokenizer.json")}
     for override, named in (("data.vocab_size=600", "data.vocab_size"), ("model.d_model=64", "model.d_model"),
-                            ("seed=7", "seed"), ("data.source_lang=es data.target_lang=en",
-                                                 "data.source_lang / data.target_lang")):
+                            ("seed=7", "seed"), ("averaging=ema", "averaging"),
+                            ("data.source_lang=es data.target_lang=en", "data.source_lang / data.target_lang")):
         with pytest.raises(SettingsError, match=f"holds a run with other settings.*{named}"):
             train_in_process(run, data_cache, *override.split())
     assert {name: (run / name).read_bytes() for name in before} == before  # nothing overwritten

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import lightning as L
+from lightning.pytorch.callbacks import WeightAveraging
+from torch.optim.swa_utils import AveragedModel
 
 
 def fitting(trainer: L.Trainer) -> bool:
@@ -27,3 +29,10 @@ def take_lightning_sigterm(trainer: L.Trainer) -> bool:
 def without_anonymous(logger) -> None:
     """Drop the ``anonymous=None`` Lightning passes to ``wandb.init``: wandb >= 0.22 prints a deprecation for it."""
     logger._wandb_init.pop("anonymous", None)
+
+
+def averaged_model(callback: WeightAveraging) -> AveragedModel:
+    """The ``AveragedModel`` Lightning's ``WeightAveraging`` keeps (built when fit starts; private, no accessor)."""
+    if callback._average_model is None:
+        raise RuntimeError("WeightAveraging has no averaged model before fit starts")
+    return callback._average_model
