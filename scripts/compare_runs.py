@@ -40,7 +40,8 @@ def time_split_row(run: Path, variant: str) -> dict[str, object] | None:
     if not path.is_file():
         return None
     split = json.loads(path.read_text())
-    row: dict[str, object] = {"variant": variant or run.name, "wall min": round(split["wall_s"] / 60, 1)}
+    row: dict[str, object] = dict.fromkeys(SPLIT_COLUMNS, "")  # "": a phase the run did not record (older runs)
+    row |= {"variant": variant or run.name, "wall min": round(split["wall_s"] / 60, 1)}
     row |= {phase: f"{100 * share:.1f}%" for phase, share in split["share"].items()}
     row["tokens/s (steps)"] = round(split["tokens_per_s_steps"] or 0)
     row["tokens/s (wall)"] = round(split["tokens_per_s_wall"] or 0)
@@ -147,7 +148,7 @@ def parameter_count(model_config: dict) -> int:
 
 def markdown(rows: list[dict[str, object]], columns: list[str] = COLUMNS) -> str:
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(str(row.get(c, "")) for c in columns) + " |" for row in rows]  # "": not recorded
+    lines += ["| " + " | ".join(str(row[c]) for c in columns) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
