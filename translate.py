@@ -7,7 +7,7 @@ other arguments are sentences.
     python translate.py run=outputs/my_run input=english.txt output=spanish.txt beam_size=1
     python translate.py run=outputs/my_run "The sky is blue." attention=sky.html
     python translate.py run=outputs/my_run "The sky is blue." attention=sky.png attention_all=true
-    python translate.py run=outputs/my_run input=english.txt scores=true   # TSV: translation, score, mark, flags
+    python translate.py run=outputs/my_run input=english.txt scores=true   # TSV: translation, score, mark, flags, agreement
     python translate.py run=outputs/my_run serve=true
 
 Options (defaults in brackets; "the run's" = what the run was trained with, in its config.yaml):
@@ -77,7 +77,8 @@ class TranslateConfig:
     max_sentence_len: int | None = option(None, "N", "source tokens read; longer sentences are cut",
                                           "the run's data.max_sentence_len")
     scores: bool = option(False, "BOOL", "TSV lines: translation, score (mean log-probability per token), mark "
-                          "(fine, check, likely wrong) and flags (repeats, length, cut) of the least sure sentence")
+                          "(fine, check, likely wrong), flags (repeats, length, cut) and agreement (0-100, with the "
+                          "beam's other hypotheses) of the least sure sentence")
     batch_size: int = option(64, "N", "sentences per batch (sorted by length within a chunk)")
     chunk_size: int = option(2000, "N", "lines read at a time from a stream: bounds the memory used")
     device: str = option("auto", "D", "auto | cpu | cuda")
@@ -283,6 +284,9 @@ def report(translator: Translator, reader, cut: list[int], scores: bool = False)
     if scores and (calibration is None or calibration.beam_size != translator.settings.search.beam_size):
         warn("no confidence.json: marks from flags only (python scripts/calibrate.py RUN sets them)" if calibration
              is None else f"the marks were set for beam {calibration.beam_size}: 'check' may come too often or too rarely")
+    elif scores and calibration.combination is None and translator.settings.search.beam_size > 1:
+        warn("confidence.json is from before the agreement: marks from the score alone "
+             "(python scripts/calibrate.py RUN sets both)")
     if cut:
         shown = ", ".join(map(str, cut[:10])) + (f" and {len(cut) - 10} more" if len(cut) > 10 else "")
         warn(f"{translator.truncated} sentence(s) longer than {translator.max_source_tokens} tokens, even cut at "

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch import Tensor
 
-from model.search_outputs import Hypotheses, Output, produced
+from model.search_outputs import Hypotheses, Output, produced, produced_ids
 from model.transformer import AttentionMaps, Seq2SeqTransformer
 
 
@@ -75,9 +75,9 @@ def search(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
     """Translate a right-padded batch src (B, S) by greedy or beam search.
 
     Returns per source row the output as produced: its ids up to and including the EOS when the
-    search reached one, without padding (the tokenizer's decoding drops the EOS), and their
-    log-probabilities, read from the search itself (``scores=False``: not kept, a little faster). More
-    than ``MAX_SEARCH_ROWS`` hypotheses are searched in parts of that many.
+    search reached one, without padding (the tokenizer's decoding drops the EOS), their
+    log-probabilities, read from the search itself, and the beam's other hypotheses (``scores=False``:
+    neither, a little faster). More than ``MAX_SEARCH_ROWS`` hypotheses are searched in parts of that many.
     """
     part = max(1, MAX_SEARCH_ROWS // config.beam_size)  # source rows per part
     if src.size(0) > part:
@@ -86,9 +86,14 @@ def search(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
                                   keep_rows and (lambda start=start: keep_rows()[start : start + part]), scores)]
     if config.beam_size == 1:
         found = greedy_decode(model, src, bos_id, eos_id, config, keep_rows=keep_rows, token_scores=scores)
-    else:  # the best alone: sentences end once it is decided
-        found = beam_search(model, src, bos_id, eos_id, config, keep_rows, scores)
-    return produced(found.tokens, found.log_probs, eos_id, model.pad_id)
+        return produced(found.tokens, found.log_probs, eos_id, model.pad_id)
+    # Sentences end once their best is decided; with scores, the beam's others come along as alternatives.
+    beams = beam_hypotheses(model, src, bos_id, eos_id, config, True, keep_rows, scores)  # (B, k, T)
+    outputs = produced(beams.tokens[:, 0], beams.log_probs[:, 0], eos_id, model.pad_id)
+    if scores:
+        for output, others in zip(outputs, beams.tokens[:, 1:]):
+            output.alternatives = produced_ids(others, eos_id, model.pad_id)
+    return outputs
 
 
 def dropped_rows(keep_rows: KeepRows | None, device: torch.device) -> Tensor | bool:

@@ -3,7 +3,7 @@ the model gives a hypothesis (the float64 recomputation the tests compare the se
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import torch
@@ -25,11 +25,14 @@ class Hypotheses(NamedTuple):
 class Output:
     """One sentence as a search produced it: its ids (up to and including the EOS it reached) and each one's
     log-probability; an engine that gives only their sum leaves ``token_log_probs`` None, one that gives
-    nothing both."""
+    nothing both. A beam search with scores also gives the beam's other hypotheses (``alternatives``)."""
 
     ids: list[int]
     token_log_probs: list[float] | None = None
     log_prob: float | None = None  # the ids' total log-probability
+    # The beam's other hypotheses, next best first, as far as the search took them (it stops once the best is
+    # decided: some never end); what ``model.confidence.agreement`` compares the output with. [] for greedy.
+    alternatives: list[list[int]] = field(default_factory=list)
 
     @property
     def score(self) -> float | None:

@@ -120,7 +120,8 @@ def decoding_against(cfg, overrides: list[str], n_sentences: int, repeats: int) 
 
 def scores_section(run: Path, lines_file: Path, repeats: int) -> None:
     """7. translate.py's pipeline on a trained run: lines/s with confidence scores (the search's own
-    log-probabilities, then each sentence's flags and mark) against without, timed in turns."""
+    log-probabilities and the beam's other hypotheses, then each sentence's agreement, flags and mark) against
+    without, timed in turns."""
     from model.inference.translator import Translator
 
     translator = Translator.load(run, device="cpu")

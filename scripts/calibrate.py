@@ -6,8 +6,9 @@
 
 Training writes ``confidence.json`` itself at its end; this is for a run from before, or after a change of
 search (the marks are set for the run's beam). The splits are rebuilt from the run's own data settings, the
-sentences translated through ``translate.py``'s pipeline. The quality (AUROC of the score against sentence
-chrF < 30, precision and recall of the marks) is printed and kept in ``test_metrics.json`` under "confidence".
+sentences translated through ``translate.py``'s pipeline. The quality (AUROC of score and agreement together,
+and of each alone, against sentence chrF < 30; precision and recall of the marks) is printed and kept in
+``test_metrics.json`` under "confidence".
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from data.atomic_file import write_text_atomically
@@ -63,9 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     ratios = length_ratios([s.src_ids for s in sentences], [s.output_ids for s in sentences],
                            translator.tokenizer.eos_id)
     translator.calibration = calibrate([s.confidence.score for s in sentences], ratios,
-                                       translator.settings.search.beam_size)
+                                       translator.settings.search.beam_size,
+                                       [s.confidence.agreement for s in sentences])
     save_calibration(folder, translator.calibration)
-    print(f"{folder / 'confidence.json'}: {json.dumps(vars(translator.calibration))}")
+    print(f"{folder / 'confidence.json'}: {json.dumps(asdict(translator.calibration))}")
     if args.no_test:
         return 0
     scored = [(t, refs) for t, refs in zip(translator.translate(test[: args.test_sentences]), references)

@@ -5,8 +5,8 @@
 ``POST /translate`` with ``{"lines": [...], "beam_size": 5, "attention": false}`` answers ``{"translations":
 [...], "cut": [], "confidence": [...], "attention": null, "n_best": null}``: one translation per line, in order,
 empty for an empty line, each line translated sentence by sentence (``model/inference/translator.py``); ``cut``:
-the lines with a sentence truncated to the model's length; ``confidence``: each line's score, mark and flags,
-and each sentence's (``model/confidence.py``); with ``"attention": true`` also the explorer's data for every
+the lines with a sentence truncated to the model's length; ``confidence``: each line's score, agreement, mark
+and flags, and each sentence's (``model/confidence.py``); with ``"attention": true`` also the explorer's data for every
 sentence of the first non-empty line (the same data ``translate.py attention=x.html`` embeds), with ``"n_best":
 true`` every hypothesis the beam ended with for its first sentence, best first, with scores. Requests take turns
 in shared model batches (``batcher.py``), within limits (``limits.py``). No request names a file: the server
@@ -79,9 +79,10 @@ class TranslateResponse(BaseModel):
     cut: list[int] = Field(default_factory=list, description="lines (from 0) with a sentence longer than the model "
                                                              "reads, even cut at its inner punctuation: truncated")
     confidence: list[dict | None] = Field(default_factory=list, description=(
-        "per line (null for an empty line): score (mean log-probability per output token; 0 is sure), mark (fine, "
-        "check, likely wrong; without the run's confidence.json only a flag marks), flags (repeats, length, cut), "
-        "and the same per sentence with its tokens and their probabilities"))
+        "per line (null for an empty line): score (mean log-probability per output token; 0 is sure), agreement "
+        "(0-100: how much the beam's other hypotheses say the same; null for greedy search), mark (fine, check, "
+        "likely wrong; without the run's confidence.json only a flag marks), flags (repeats, length, cut), and the "
+        "same per sentence with its tokens and their probabilities"))
     attention: dict | None = None
     n_best: list[Hypothesis] | None = None
 

@@ -2,6 +2,7 @@
 
 import json
 import shutil
+from dataclasses import asdict
 
 import pytest
 
@@ -20,9 +21,10 @@ def test_a_run_without_marks_gets_them_from_its_validation_split(smoke_run, tmp_
     assert main([str(run), "--sentences", "40", "--test-sentences", "30"]) == 0
     calibration = json.loads((run / "confidence.json").read_text())
     assert calibration["check_below"] >= calibration["wrong_below"] and calibration["beam_size"] == 2
+    assert calibration["combination"]["check_below"] >= calibration["combination"]["wrong_below"]  # beam 2: an agreement
     quality = json.loads((run / "test_metrics.json").read_text())["confidence"]
     assert quality["sentences"] == 30 and '"auroc_chrf_below_30"' in capsys.readouterr().out
-    assert vars(Translator.load(run).calibration) == calibration  # read back by every entry
+    assert asdict(Translator.load(run).calibration) == calibration  # read back by every entry
 
 
 def test_a_folder_that_is_no_run_is_one_line(tmp_path, capsys):

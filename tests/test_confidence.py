@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from helpers import BOS, EOS, PAD, tiny_model
-from model.confidence import (MARKS, Calibration, auroc, calibrate, confidence, length_ratio, most_repeated,
-                              quantile, repeats)
+from model.confidence import (AGREEMENT_CHAR_ORDER, MARKS, Calibration, Combination, agreement, auroc, beam_agreements,
+                              calibrate, confidence, fit_combination, length_ratio, most_repeated, quantile, repeats)
 from model.inference.run_folder import CALIBRATION_FILE, RunLoadError, read_calibration
 from model.search import SearchConfig, search
 from model.search_outputs import Output
@@ -132,3 +132,86 @@ def test_the_quality_report_counts_marks_against_sentence_chrf():
     assert quality["check_or_likely_wrong"]["precision"] == 0.5
     assert quality["flags_on_good"] == {"sentences": 2, "repeats": 0.0, "length": 0.0, "any": 0.0}
     assert math.isfinite(quality["auroc_bleu_below_20"])
+    assert quality["ranked_by"] == "score" and quality["auroc_chrf_below_30_alone"] == {"score": 1.0}
+    combining = Calibration(**{**vars(CALIBRATION), "combination": Combination(-1.0, 0.5, 50.0, 10.0, -0.5, -1.0)})
+    agreeing = [confidence([5, EOS], Output([5, 6, EOS], None, 3 * score), EOS, calibration=combining, agreement=found)
+                for score, found in ((-1.0, 90.0), (-0.1, 10.0), (-1.0, 50.0))]  # sums 4, -2.2, 0: the order turned
+    quality = confidence_quality(agreeing, hypotheses, references, "es")
+    assert quality["ranked_by"] == "combined" and quality["auroc_chrf_below_30"] == 1.0
+    assert quality["auroc_chrf_below_30_alone"] == {"score": 0.0, "agreement": 1.0}
+
+
+def test_agreement_is_the_mean_chrf_of_the_translation_against_each_other_hypothesis():
+    from sacrebleu.metrics import CHRF
+
+    chrf = CHRF(char_order=AGREEMENT_CHAR_ORDER)
+    others = ["el gato come pescado", "un perro come carne", "la casa"]
+    expected = sum(chrf.sentence_score("el gato come carne", [other]).score for other in others) / 3
+    assert agreement("el gato come carne", others) == pytest.approx(expected)
+    assert agreement("el gato", ["el gato", "el gato"]) == 100.0 and agreement("el gato", []) is None
+    decoded = []
+
+    def decode(ids: list[list[int]]) -> list[str]:  # ids to words; what was asked is kept
+        decoded.extend(ids)
+        return [" ".join(f"w{i}" for i in seq) for seq in ids]
+
+    outputs = [Output([5, 6, EOS], alternatives=[[5, 6, EOS], [5, 7, EOS]]), Output([8, EOS]),
+               Output([9, EOS], alternatives=[[9, 9]])]
+    found = beam_agreements(outputs, decode)
+    assert found == [pytest.approx(agreement("w5 w6 w2", ["w5 w6 w2", "w5 w7 w2"])), None,
+                     pytest.approx(agreement("w9 w2", ["w9 w9"]))]
+    assert decoded == [[5, 6, EOS], [5, 6, EOS], [5, 7, EOS], [9, EOS], [9, 9]]  # in one call, none for greedy
+
+
+def test_the_combination_is_the_sum_of_standard_scores_recomputed_in_float64():
+    rng = random.Random(1)
+    scores, found = [-rng.random() for _ in range(200)], [100 * rng.random() for _ in range(200)]
+    combination = fit_combination(scores, found)
+    scores64, found64 = torch.tensor(scores, dtype=torch.float64), torch.tensor(found, dtype=torch.float64)
+    standard = ((scores64 - scores64.mean()) / scores64.std(unbiased=False)
+                + (found64 - found64.mean()) / found64.std(unbiased=False))
+    for score, value, exact in zip(scores, found, standard.tolist()):
+        assert combination.combined(score, value) == pytest.approx(exact, abs=1e-9)
+    ordered = sorted(standard.tolist())
+    assert combination.check_below == pytest.approx(ordered[round(0.3 * 199)], abs=1e-9)
+    assert combination.wrong_below == pytest.approx(ordered[round(0.1 * 199)], abs=1e-9)
+    assert fit_combination([-1.0, -0.5], [100.0, 100.0]).agreement_std == 1.0  # all alike: no division by zero
+    ratios = [1.0] * 200
+    assert calibrate(scores, ratios, 4, found).combination == combination
+    assert calibrate(scores, ratios, 4, [None] + found[1:]).combination is None  # one without: the score alone
+    assert calibrate(scores, ratios, 4).combination is None
+    with pytest.raises(ValueError, match="spreads must be positive"):
+        Combination(-0.5, 0.0, 80.0, 10.0, -0.5, -2.0)
+
+
+def test_marks_read_score_and_agreement_together_where_both_are_known():
+    combination = Combination(score_mean=-0.5, score_std=0.25, agreement_mean=80.0, agreement_std=10.0,
+                              check_below=-0.5, wrong_below=-2.0)
+    calibration = Calibration(**{**vars(CALIBRATION), "combination": combination})
+    source, usual = list(range(3, 23)) + [EOS], list(range(3, 25)) + [EOS]
+    sure = Output(usual, None, -0.5 * len(usual))  # an average score (and above CALIBRATION's check_below)
+    marks = [confidence(source, sure, EOS, calibration=calibration, agreement=found) for found in (95.0, 70.0, 55.0)]
+    assert [found.mark for found in marks] == list(MARKS)  # sums 1.5, -1, -2.5
+    assert [found.combined for found in marks] == [pytest.approx(1.5), pytest.approx(-1.0), pytest.approx(-2.5)]
+    assert marks[2].agreement == 55.0
+    alone = confidence(source, sure, EOS, calibration=calibration)  # greedy, or an engine without alternatives
+    assert alone.mark == "fine" and alone.combined is None
+    looping = Output([7] * 12 + [EOS], None, -0.1)
+    assert confidence(source, looping, EOS, calibration=calibration, agreement=99.0).mark == "likely wrong"
+
+
+def test_a_combined_calibration_is_read_back_and_one_from_before_still_reads(tmp_path):
+    combining = Calibration(**{**vars(CALIBRATION), "combination": Combination(-0.4, 0.2, 78.0, 11.0, -0.5, -2.1)})
+    save_calibration(tmp_path, combining)
+    assert read_calibration(tmp_path) == combining
+    before = {name: value for name, value in vars(CALIBRATION).items() if name != "combination"}
+    (tmp_path / CALIBRATION_FILE).write_text(json.dumps(before))  # written before the agreement
+    assert read_calibration(tmp_path) == CALIBRATION and CALIBRATION.combination is None
+    for broken in ("low", {**vars(combining.combination), "score_std": float("nan")}, {"score_mean": 1.0},
+                   {**vars(combining.combination), "agreement_std": 0.0}):
+        (tmp_path / CALIBRATION_FILE).write_text(json.dumps({**vars(CALIBRATION), "combination": broken}))
+        with pytest.raises(RunLoadError, match="confidence.json: unreadable calibration"):
+            read_calibration(tmp_path)
+    (tmp_path / CALIBRATION_FILE).write_text("[1, 2]")
+    with pytest.raises(RunLoadError, match="confidence.json: unreadable calibration"):
+        read_calibration(tmp_path)

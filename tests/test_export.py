@@ -57,6 +57,8 @@ def test_the_same_translations_as_ours_in_float32(ours, engine, config):
     n_best = engine.n_best(theirs[0].sentences[0], config)
     assert len(n_best) == config.beam_size and n_best[0][0] == theirs[0].text
     assert all(isinstance(score, float) for _, score in n_best)
+    # No agreement (its beam's others are not ours): marks by the score alone, where ours has both.
+    assert all(s.confidence.agreement is None and s.confidence.combined is None for t in theirs for s in t.sentences)
 
 
 def test_a_pasted_line_translates_as_ours_does(ours, engine):

@@ -154,8 +154,9 @@ def test_a_large_batch_is_searched_in_bounded_parts(ending_model, sources, monke
     parts = [search(ending_model, sources[i : i + 3], BOS, EOS, config) for i in range(0, 12, 3)]
     monkeypatch.setattr(search_module, "MAX_SEARCH_ROWS", 12)  # 3 sentences x beam 4 at a time
     calls = []
-    real_beam_search = search_module.beam_search
-    monkeypatch.setattr(search_module, "beam_search", lambda m, src, *a: calls.append(len(src)) or real_beam_search(m, src, *a))
+    real_beam_hypotheses = search_module.beam_hypotheses
+    monkeypatch.setattr(search_module, "beam_hypotheses",
+                        lambda m, src, *a: calls.append(len(src)) or real_beam_hypotheses(m, src, *a))
     assert ids_of(search(ending_model, sources, BOS, EOS, config)) == [ids for part in parts for ids in ids_of(part)]
     assert calls == [3, 3, 3, 3]  # never more than 12 hypotheses at once
 
@@ -215,3 +216,16 @@ def test_rows_no_longer_wanted_end_at_the_next_step_and_the_others_are_unchanged
     assert [ids for row, ids in enumerate(cut) if row not in (2, 5)] == \
         [ids for row, ids in enumerate(whole) if row not in (2, 5)]
     assert all(len(cut[row]) <= 4 < len(whole[row]) for row in (2, 5))
+
+
+def test_the_beams_other_hypotheses_come_with_the_output_from_the_same_search(ending_model, varied_sources):
+    config = SearchConfig(beam_size=4)
+    outputs = search(ending_model, varied_sources, BOS, EOS, config)
+    beams = beam_hypotheses(ending_model, varied_sources, BOS, EOS, config, best_only=True)
+    for output, tokens in zip(outputs, beams.tokens):
+        assert [output.ids, *output.alternatives] == produced_ids(tokens, EOS, PAD)
+        assert len({tuple(ids) for ids in [output.ids, *output.alternatives]}) == 4  # four different hypotheses
+    assert any(alternative[-1:] == [EOS] for output in outputs for alternative in output.alternatives)
+    for plain in (search(ending_model, varied_sources, BOS, EOS, config, scores=False),
+                  search(ending_model, varied_sources, BOS, EOS, config.greedy)):  # nothing to compare with
+        assert all(output.alternatives == [] for output in plain)

@@ -49,7 +49,8 @@ def test_translations_in_order_and_empty_lines_stay_empty(client, translator):
 def test_each_line_and_each_sentence_comes_with_its_confidence(client, translator):
     lines = ["Tom is very tall. It is late.", "I like cats."]
     line, single = client.post("/translate", json={"lines": lines, "beam_size": 1}).json()["confidence"]
-    assert set(line) == {"score", "mark", "flags", "sentences"} and line["mark"] in MARKS
+    assert set(line) == {"score", "agreement", "mark", "flags", "sentences"} and line["mark"] in MARKS
+    assert line["agreement"] is None  # greedy: no other hypotheses to agree with
     assert [s["source"] for s in line["sentences"]] == ["Tom is very tall.", "It is late."]
     for sentence in line["sentences"] + single["sentences"]:
         assert len(sentence["tokens"]) == len(sentence["probabilities"]) and sentence["mark"] in MARKS
@@ -58,6 +59,10 @@ def test_each_line_and_each_sentence_comes_with_its_confidence(client, translato
     ranks = {mark: rank for rank, mark in enumerate(MARKS)}
     worst = max(line["sentences"], key=lambda s: (ranks[s["mark"]], -s["score"]))
     assert (line["score"], line["mark"]) == (worst["score"], worst["mark"])  # a line is as sure as its least sure
+    beam = client.post("/translate", json={"lines": lines, "beam_size": 2}).json()["confidence"]
+    expected = translator.translate(lines, SearchConfig(beam_size=2))
+    assert [s["agreement"] for line in beam for s in line["sentences"]] == pytest.approx(
+        [s.confidence.agreement for t in expected for s in t.sentences], abs=1e-4)
 
 
 def test_a_pasted_paragraph_is_one_line_and_its_attention_holds_every_sentence(client, translator):
@@ -215,6 +220,7 @@ def test_the_page_in_a_real_browser(browser, smoke_run, tmp_path):
         assert item.text == expected["translations"][0]
         badge = browser.find_element(By.CSS_SELECTOR, "#translations li .badge")  # the line's mark, its score on hover
         assert badge.text == expected["confidence"][0]["mark"] and "score" in badge.get_attribute("title")
+        assert "agreement" in badge.get_attribute("title")  # beam 2: the other hypothesis agrees, or not
         browser.find_element(By.ID, "tint").click()  # the tokens, tinted by their probability
         tokens = browser.find_elements(By.CSS_SELECTOR, "#translations li span.token")
         assert [t.get_attribute("title") for t in tokens] == [

@@ -140,6 +140,8 @@ def test_smoke_run_end_to_end(smoke_run):
     metrics = json.loads((smoke_run / "test_metrics.json").read_text())
     assert "time_split" not in metrics  # one writer per file; the confidence marks, set by validation, scored on test:
     assert (smoke_run / "confidence.json").is_file() and metrics["confidence"]["sentences"] == metrics["sentences"]
+    assert json.loads((smoke_run / "confidence.json").read_text())["combination"] is not None  # beam 2: an agreement
+    assert metrics["confidence"]["ranked_by"] == "combined"
     assert split["steps"] == 60 and split["tokens"] > 0
     assert all(split["seconds"][phase] > 0 for phase in ("data", "steps", "validation", "views", "checkpoints", "test"))
     assert sum(split["seconds"].values()) == pytest.approx(split["wall_s"], abs=0.1)

@@ -56,11 +56,15 @@ def test_scores_true_writes_score_mark_and_flags_beside_each_line(smoke_run):
     lines = ["I like cats.", "", "Tom is very tall. It is late."]
     result = translate(f"run={smoke_run}", "scores=true", "beam_size=2", stdin="\n".join(lines).encode() + b"\n")
     rows = [line.split("\t") for line in result.stdout.decode().split("\n")[:-1]]
-    assert result.returncode == 0 and [len(row) for row in rows] == [4, 4, 4] and rows[1] == ["", "", "", ""]
+    assert result.returncode == 0 and [len(row) for row in rows] == [5, 5, 5] and rows[1] == [""] * 5
     expected = Translator.load(smoke_run).translate(lines, SearchConfig(beam_size=2))
     assert [row[0] for row in rows] == [t.text for t in expected]
     assert all(float(rows[i][1]) <= 0 and rows[i][2] in MARKS for i in (0, 2))  # the smoke run wrote its marks
-    assert float(rows[2][1]) == pytest.approx(min(s.confidence.score for s in expected[2].sentences), abs=2e-3)
+    # Score and agreement (with the beam's other hypothesis) of the line's least sure sentence.
+    least_sure = min((s.confidence for s in expected[2].sentences), key=lambda c: (-MARKS.index(c.mark), c.combined))
+    assert expected[2].confidence == least_sure and float(rows[2][1]) == pytest.approx(least_sure.score, abs=2e-3)
+    assert [float(rows[i][4]) for i in (0, 2)] == pytest.approx([expected[i].confidence.agreement for i in (0, 2)],
+                                                                abs=0.05)
 
 
 def test_stdin_and_command_line_sentences(smoke_run):

@@ -16,7 +16,7 @@ import torch
 
 from data.languages import LanguagePair, pair_of
 from data.tokenizer import JOINT_FILE, SRC_FILE
-from model.confidence import Calibration
+from model.confidence import Calibration, Combination
 from model.search import SearchConfig
 
 log = logging.getLogger(__name__)
@@ -143,7 +143,8 @@ def run_settings(run_folder: Path) -> RunSettings:
 
 
 def read_calibration(run_folder: Path) -> Calibration | None:
-    """The run's ``confidence.json`` (None for a run from before it was written: scores, and marks from flags only)."""
+    """The run's ``confidence.json`` (None for a run from before it was written: scores, and marks from flags only;
+    without its ``combination``, from before the agreement: marks from the score alone)."""
     path = run_folder / CALIBRATION_FILE
     if not path.is_file():
         return None
@@ -152,11 +153,14 @@ def read_calibration(run_folder: Path) -> Calibration | None:
 
     try:
         values = json.loads(path.read_text(encoding="utf-8"))
-        calibration = Calibration(**values)
+        combination = values.pop("combination", None)  # absent from a file written before the agreement
+        combination = Combination(**combination) if combination is not None else None
+        calibration = Calibration(**values, combination=combination)
+        numbers = [*values.values(), *(vars(combination).values() if combination else ())]
         if not all(isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-                   for value in values.values()):
+                   for value in numbers):
             raise ValueError("finite numbers expected")
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, AttributeError) as error:  # AttributeError: not a JSON object
         raise RunLoadError(f"{path}: unreadable calibration ({str(error).splitlines()[0][:120]}); "
                            f"write it again: python scripts/calibrate.py") from None
     return calibration

@@ -86,7 +86,9 @@ class OurSearch:
 
 class CTranslate2Search:
     """CTranslate2's ``translate_batch`` on an exported folder (``model/inference/export.py``); it searches a
-    batch to its end (``keep_rows`` is not asked)."""
+    batch to its end (``keep_rows`` is not asked). It gives no alternatives: its other hypotheses are finished
+    ones, not the beam as ours leaves it, and their agreement would read on another scale than the run's
+    calibration; its marks read the score alone."""
 
     def __init__(self, folder: Path, pieces: list[str], eos_id: int, max_len: int, device: torch.device,
                  compute_type: str = "default") -> None:

@@ -21,11 +21,11 @@ import torch
 from data.lines import clean_text, normalized
 from data.sentences import LineSplitter, translate_pieces
 from data.tokenizer import JOINT_FILE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
-from model.confidence import MARKS, Calibration, Confidence, confidence
+from model.confidence import MARKS, Calibration, Confidence, beam_agreements, confidence
 from model.inference.run_folder import RunFiles, RunLoadError, RunSettings, model_config, open_run, read_calibration
 from model.inference.search_backends import (CTranslate2Search, OurSearch, SearchBackend, TransformersSearch,
                                              check_engine)
-from model.search import KeepRows, Output, SearchConfig, sentence_attention
+from model.search import KeepRows, SearchConfig, sentence_attention
 from model.transformer import Seq2SeqTransformer
 from model.views import SentenceView, sentence_view
 
@@ -61,19 +61,23 @@ class Translation:
         return any(sentence.cut for sentence in self.sentences)
 
     def tsv(self) -> str:
-        """translation<TAB>score<TAB>mark<TAB>flags: the line's confidence beside it (empty fields when unknown)."""
+        """translation<TAB>score<TAB>mark<TAB>flags<TAB>agreement: the line's confidence beside it (empty fields
+        when unknown; the agreement last, so that the first four columns read as they always did)."""
         found = self.confidence
         if found is None:
-            return self.text + "\t\t\t"
-        score = "" if found.score is None else f"{found.score:.3f}"
-        return "\t".join([self.text.replace("\t", " "), score, found.mark or "", ",".join(found.flags)])
+            return self.text + "\t\t\t\t"
+        score, agreement = ("" if value is None else f"{value:.{digits}f}"
+                            for value, digits in ((found.score, 3), (found.agreement, 1)))
+        return "\t".join([self.text.replace("\t", " "), score, found.mark or "", ",".join(found.flags), agreement])
 
     @property
     def confidence(self) -> Confidence | None:
-        """The line's: its least sure sentence's (the one that decides whether to check the line); None if empty."""
+        """The line's: its least sure sentence's (the one that decides whether to check the line); None if empty.
+        Within a mark, the lowest combined figure decides, else the lowest score (a line's sentences, searched
+        alike, all have the one or the other)."""
         order = {None: -1, **{mark: rank for rank, mark in enumerate(MARKS)}}
         return min((s.confidence for s in self.sentences), default=None,
-                   key=lambda c: (-order[c.mark], c.score if c.score is not None else 0.0))
+                   key=lambda c: (-order[c.mark], next((x for x in (c.combined, c.score) if x is not None), 0.0)))
 
 
 @dataclass
@@ -202,14 +206,11 @@ class Translator:
             batch = order[start : start + batch_size]
             outputs = self.backend.search([ids[j] for j in batch], config, rows_of(keep_rows, batch), scores)
             texts_out = self.text([output.ids for output in outputs], [texts[j] for j in batch])
-            for j, output, text in zip(batch, outputs, texts_out):
-                results[j] = Sentence(texts[j], text, ids[j], output.ids, self.confidence(ids[j], output, cut[j]),
-                                      output.token_log_probs)
+            found = beam_agreements(outputs, self.tokenizer.decode_tgt)  # as training calibrated them: slots unfilled
+            for j, output, text, agreement in zip(batch, outputs, texts_out, found):
+                results[j] = Sentence(texts[j], text, ids[j], output.ids, confidence(
+                    ids[j], output, self.tokenizer.eos_id, cut[j], self.calibration, agreement), output.token_log_probs)
         return results
-
-    def confidence(self, src_ids: list[int], output: Output, cut: bool = False) -> Confidence:
-        """Score, flags and mark of one sentence's output, by the run's calibration (``model/confidence.py``)."""
-        return confidence(src_ids, output, self.tokenizer.eos_id, cut, self.calibration)
 
     @torch.no_grad()
     def n_best(self, sentence: Sentence, config: SearchConfig | None = None) -> list[tuple[str, float]]:
@@ -226,8 +227,9 @@ class Translator:
             return None
 
         def record(found: Confidence) -> dict:
-            return {"score": None if found.score is None else round(found.score, 4), "mark": found.mark,
-                    "flags": found.flags}
+            rounded = {name: None if value is None else round(value, 4)
+                       for name, value in (("score", found.score), ("agreement", found.agreement))}
+            return {**rounded, "mark": found.mark, "flags": found.flags}
 
         sentences = [{"source": s.source, "translation": s.text, **record(s.confidence),
                       "tokens": self.tokenizer.tgt_tokens(s.output_ids), "probabilities": None

@@ -43,10 +43,11 @@ def calibrated_quality(trainer: L.Trainer, pl_module: L.LightningModule, rows: l
         return None
     with trainer.precision_plugin.forward_context():  # the precision the test split was searched in (bf16 or not)
         outputs = searched(pl_module.model, validation, tokenizer.bos_id, tokenizer.eos_id, config)
-    calibration = calibration_of(validation, outputs, tokenizer.eos_id, config.beam_size)
+    calibration = calibration_of(validation, outputs, tokenizer.eos_id, config.beam_size, tokenizer.decode_tgt)
     save_calibration(run_dir, calibration)
     test_sources, cut = read("test", len(rows))  # rows: every test sentence, in sentence order
-    found = confidences(test_sources, pl_module.test_outputs["test"], tokenizer.eos_id, calibration, cut)
+    found = confidences(test_sources, pl_module.test_outputs["test"], tokenizer.eos_id, calibration,
+                        tokenizer.decode_tgt, cut)
     return confidence_quality(found, [row[2] for row in rows], [row[1] for row in rows], pl_module.pair.target)
 
 
