@@ -1,5 +1,6 @@
 """translate.py, the command line, on a smoke-trained run folder."""
 
+import json
 import os
 import select
 import shutil
@@ -65,6 +66,18 @@ def test_scores_true_writes_score_mark_and_flags_beside_each_line(smoke_run):
     assert expected[2].confidence == least_sure and float(rows[2][1]) == pytest.approx(least_sure.score, abs=2e-3)
     assert [float(rows[i][4]) for i in (0, 2)] == pytest.approx([expected[i].confidence.agreement for i in (0, 2)],
                                                                 abs=0.05)
+
+
+def test_marks_set_before_the_agreement_read_the_score_alone_and_say_so(smoke_run, tmp_path):
+    run = tmp_path / "run"  # a copy whose confidence.json was written before the agreement
+    shutil.copytree(smoke_run, run, ignore=shutil.ignore_patterns("ctranslate2*", "transformers", "wandb", "attention"))
+    calibration = json.loads((run / "confidence.json").read_text())
+    (run / "confidence.json").write_text(json.dumps({k: v for k, v in calibration.items() if k != "combination"}))
+    result = translate(f"run={run}", "scores=true", "beam_size=2", "I like cats.")
+    assert result.returncode == 0 and "from before the agreement: marks from the score alone" in result.stderr.decode()
+    score, mark, flags = result.stdout.decode().split("\t")[1:4]
+    by_score = MARKS[(float(score) < calibration["check_below"]) + (float(score) < calibration["wrong_below"])]
+    assert mark == (by_score if not flags else "likely wrong")  # the score's own thresholds
 
 
 def test_stdin_and_command_line_sentences(smoke_run):
