@@ -27,6 +27,9 @@ MAX_BEAM = 64
 # Hypotheses decoded at once (batch x beam): a larger batch is searched in parts, so memory stays
 # bounded whatever the batch and beam. Far above what the default batches and beams reach.
 MAX_SEARCH_ROWS = 2048
+# The beam's next best hypotheses kept beside each output (with scores), for the agreement to read: a default
+# beam's all; a wider beam keeps no more, so that scoring costs the same at any width.
+MAX_ALTERNATIVES = 4
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ def search(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
     beams = beam_hypotheses(model, src, bos_id, eos_id, config, True, keep_rows, scores)  # (B, k, T)
     outputs = produced(beams.tokens[:, 0], beams.log_probs[:, 0], eos_id, model.pad_id)
     if scores:
-        for output, others in zip(outputs, beams.tokens[:, 1:]):
+        for output, others in zip(outputs, beams.tokens[:, 1 : 1 + MAX_ALTERNATIVES]):
             output.alternatives = produced_ids(others, eos_id, model.pad_id)
     return outputs
 

@@ -30,8 +30,9 @@ class Output:
     ids: list[int]
     token_log_probs: list[float] | None = None
     log_prob: float | None = None  # the ids' total log-probability
-    # The beam's other hypotheses in its order, as far as the search took them (it stops once the best is
-    # decided: some never end); what ``model.confidence.agreement`` compares the output with. [] for greedy.
+    # The beam's next best hypotheses in its order (``search.MAX_ALTERNATIVES`` at most), as far as the search
+    # took them (it stops once the best is decided: some never end); what ``model.confidence.agreement`` compares
+    # the output with. [] for greedy.
     alternatives: list[list[int]] = field(default_factory=list)
 
     @property

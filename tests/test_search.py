@@ -5,6 +5,7 @@ import torch
 
 from helpers import BOS, EOS, PAD, tiny_model
 from model.search import (
+    MAX_ALTERNATIVES,
     SearchConfig,
     beam_hypotheses,
     beam_search,
@@ -226,6 +227,10 @@ def test_the_beams_other_hypotheses_come_with_the_output_from_the_same_search(en
         assert [output.ids, *output.alternatives] == produced_ids(tokens, EOS, PAD)
         assert len({tuple(ids) for ids in [output.ids, *output.alternatives]}) == 4  # four different hypotheses
     assert any(alternative[-1:] == [EOS] for output in outputs for alternative in output.alternatives)
+    wide = SearchConfig(beam_size=8)  # a wider beam keeps its next best MAX_ALTERNATIVES, no more
+    beams = beam_hypotheses(ending_model, varied_sources, BOS, EOS, wide, best_only=True)
+    for output, tokens in zip(search(ending_model, varied_sources, BOS, EOS, wide), beams.tokens):
+        assert [output.ids, *output.alternatives] == produced_ids(tokens, EOS, PAD)[: 1 + MAX_ALTERNATIVES]
     for plain in (search(ending_model, varied_sources, BOS, EOS, config, scores=False),
                   search(ending_model, varied_sources, BOS, EOS, config.greedy)):  # nothing to compare with
         assert all(output.alternatives == [] for output in plain)
