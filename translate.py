@@ -280,13 +280,9 @@ def draw_attention(views: list[SentenceView], path: str, every_layer: bool, titl
 
 def report(translator: Translator, reader, cut: list[int], scores: bool = False) -> None:
     """One warning per kind of input that was changed to be translatable; scores=true without marks."""
-    calibration = translator.calibration
-    if scores and (calibration is None or calibration.beam_size != translator.settings.search.beam_size):
-        warn("no confidence.json: marks from flags only (python scripts/calibrate.py RUN sets them)" if calibration
-             is None else f"the marks were set for beam {calibration.beam_size}: 'check' may come too often or too rarely")
-    elif scores and calibration.combination is None and translator.settings.search.beam_size > 1:
-        warn("confidence.json is from before the agreement: marks from the score alone "
-             "(python scripts/calibrate.py RUN sets both)")
+    from model.confidence import marks_caveat
+    if scores and (caveat := marks_caveat(translator.calibration, translator.settings.search.beam_size)):
+        warn(caveat)
     if cut:
         shown = ", ".join(map(str, cut[:10])) + (f" and {len(cut) - 10} more" if len(cut) > 10 else "")
         warn(f"{translator.truncated} sentence(s) longer than {translator.max_source_tokens} tokens, even cut at "

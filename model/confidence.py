@@ -195,6 +195,18 @@ def confidence(source_ids: list[int], output: Output, eos_id: int, cut: bool = F
     return Confidence(score, *flags, mark, agreement, combined)
 
 
+def marks_caveat(calibration: Calibration | None, beam_size: int) -> str | None:
+    """Why the marks of a search with ``beam_size`` may not mean what they say (None: they do)."""
+    if calibration is None:
+        return "no confidence.json: marks from flags only (python scripts/calibrate.py RUN sets them)"
+    if calibration.beam_size != beam_size:
+        return f"the marks were set for beam {calibration.beam_size}: 'check' may come too often or too rarely"
+    if calibration.combination is None and beam_size > 1:
+        return ("confidence.json is from before the agreement: marks from the score alone "
+                "(python scripts/calibrate.py RUN sets both)")
+    return None
+
+
 def auroc(scores: list[float], bad: list[bool]) -> float | None:
     """How well low scores tell the ``bad`` from the rest: the chance that a bad sentence scores below a good
     one (ties count half); 0.5 is chance, 1 perfect. None when either kind is missing."""
