@@ -9,6 +9,7 @@ from omegaconf import DictConfig
 from data.datamodule import data_problems
 from model.inference.run_folder import RunLoadError, read_checkpoint
 from model.search import SearchConfig
+from model.training.aligned_head import aligned_index
 from model.training.schedule import schedule_problems
 from model.training.translation_module import module_problems
 from model.transformer import shape_problems
@@ -32,6 +33,12 @@ def check_config(cfg: DictConfig) -> None:
         problems.append(f"data.replay={data.replay} mixes in a starting run's corpus: give the run, init_from=...")
     if not problems and data.max_sentence_len > model.max_len:
         problems.append(f"data.max_sentence_len={data.max_sentence_len} exceeds model.max_len={model.max_len}")
+    if not problems and module.get("alignment_weight"):  # the aligned head must exist
+        heads = model.num_heads if model.get("cross_attention", True) else 0
+        try:
+            aligned_index(model.num_decoder_layers, heads, module.get("aligned_layer"), module.get("aligned_head", 1))
+        except ValueError as error:
+            problems.append(str(error))
     if problems:
         raise SettingsError("bad settings: " + "; ".join(problems))
 

@@ -1,8 +1,9 @@
 """The data cache: a corpus's splits, its tokenizer and its token ids in one folder per settings, built once.
 
 ``<cache_dir>/<settings hash>/`` holds ``splits/`` (``save_to_disk``), ``report.json`` (how the corpus was read),
-``tokenizer/`` (trained on the training split, or a trained run's, copied) and ``tokenized-*.arrow``
-(``Dataset.map`` cache files named after the tokenizer's fingerprint). One process builds at a time (a file
+``tokenizer/`` (trained on the training split, or a trained run's, copied), ``tokenized-*.arrow``
+(``Dataset.map`` cache files named after the tokenizer's fingerprint) and ``alignments-train-*.pt`` (the training
+pairs' token alignments, ``data/ibm2.py``: the guide of an aligned attention head). One process builds at a time (a file
 lock); a build killed or failed midway leaves nothing that a later one would take for finished.
 """
 
@@ -14,10 +15,12 @@ import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+import torch
 from datasets import DatasetDict, load_from_disk
 from filelock import FileLock
 
-from data.atomic_file import os_cause
+from data.atomic_file import atomic_file, os_cause
+from data.ibm2 import guide
 from data.readers import Pairs, ParseReport
 from data.splits import split_pairs
 from data.tokenizer import TranslationTokenizer, tokenizer_fingerprint
@@ -80,7 +83,23 @@ def _build(folder: Path, pairs_and_report: tuple | None, settings: Mapping) -> N
         shutil.rmtree(folder / "tokenizer.partial", ignore_errors=True)
         tokenizer.save(folder / "tokenizer.partial")
         (folder / "tokenizer.partial").rename(tokenizer_dir)
-    tokenized_splits(splits, TranslationTokenizer.load(tokenizer_dir), folder)
+    train = tokenized_splits(splits, TranslationTokenizer.load(tokenizer_dir), folder)["train"]
+    if not alignments_file(folder).is_file():
+        pairs = [(source[:-1], target) for source, target in zip(train["src_ids"], train["tgt_ids"])]  # no EOS
+        aligned = guide(pairs)
+        with atomic_file(alignments_file(folder), "wb") as out:  # flat positions and each pair's length
+            torch.save({"positions": torch.tensor([i for links in aligned for i in links], dtype=torch.int16),
+                        "lengths": torch.tensor([len(links) for links in aligned], dtype=torch.int32)}, out)
+
+
+def alignments_file(folder: Path) -> Path:
+    return folder / f"alignments-train-{tokenizer_fingerprint(folder / 'tokenizer')[:16]}.pt"
+
+
+def read_alignments(folder: Path) -> list[list[int]]:
+    """The training pairs' alignments: for each target token, the source position it is aligned to (-1: none)."""
+    saved = torch.load(alignments_file(folder), weights_only=True)
+    return [links.tolist() for links in saved["positions"].split(saved["lengths"].tolist())]
 
 
 def read_report(folder: Path) -> ParseReport:

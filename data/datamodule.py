@@ -21,7 +21,7 @@ import torch
 from datasets import DatasetDict, load_from_disk
 from torch.utils.data import DataLoader
 
-from data.cache import prepare_cache, read_report, tokenized_splits
+from data.cache import prepare_cache, read_alignments, read_report, tokenized_splits
 from data.coverage import coverage_line
 from data.corpus import DEFAULT_CACHE, corpus_files, locate_corpus
 from data.languages import LanguagePair, pair_problems
@@ -179,6 +179,7 @@ class TranslationDataModule(L.LightningDataModule):
         # Plain lists, read once: a Dataset column is a lazy view (datasets >= 4), and reading one row
         # of it costs an Arrow lookup; every batch and every length would pay it again and again.
         self._ids = {name: (column(split, "src_ids"), column(split, "tgt_ids")) for name, split in self.splits.items()}
+        self._alignments = read_alignments(folder)  # the training pairs': what guides an aligned attention head
         limit = self.hparams.max_sentence_len
         src_ids, tgt_ids = self._ids["train"]
         self._train_rows = [i for i, (s, t) in enumerate(zip(src_ids, tgt_ids)) if len(s) <= limit and len(t) < limit]
@@ -209,6 +210,7 @@ class TranslationDataModule(L.LightningDataModule):
         new_rows, original_rows = self._train_rows, self.original._train_rows
         repeats = max(1, round(len(original_rows) / (hp.replay * len(new_rows))))
         self._ids["train"] = (src_ids + original_src, tgt_ids + original_tgt)
+        self._alignments = self._alignments + self.original._alignments
         self._train_rows = new_rows * repeats + [len(src_ids) + row for row in original_rows]
         log.info("fine-tuning data: %d new training pairs, each seen %d times per pass over the %d of the original "
                  "corpus (data.replay=%s)", len(new_rows), repeats, len(original_rows), hp.replay)
@@ -257,11 +259,13 @@ class TranslationDataModule(L.LightningDataModule):
             lengths, self.hparams.max_tokens, shuffle=shuffle, seed=self.hparams.seed,
             num_replicas=trainer.world_size if trainer else 1, rank=trainer.global_rank if trainer else 0,
         )
+        alignments = self._alignments if split == "train" else None  # (teacher forcing's guide: training only)
         if self.hparams.on_device:  # the ids live on the training device; each batch is cut out there
             device = trainer.strategy.root_device if trainer else torch.device("cpu")
-            return DeviceBatches(src_ids, tgt_ids, rows, sampler, device=device, **self.special_ids)
+            return DeviceBatches(src_ids, tgt_ids, rows, sampler, device=device, alignments=alignments,
+                                 **self.special_ids)
         # The sampler yields positions in ``rows``; the loader turns them into row indices.
-        collate = Collator(src_ids, tgt_ids, **self.special_ids)
+        collate = Collator(src_ids, tgt_ids, **self.special_ids, alignments=alignments)
         workers = self.hparams.num_workers
         # pin_memory: page-locked batches copy to a GPU asynchronously; persistent workers skip a
         # restart at every epoch and validation.

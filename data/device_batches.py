@@ -43,7 +43,7 @@ class DeviceBatches:
 
     def __init__(self, src_ids: Sequence[list[int]], tgt_ids: Sequence[list[int]], rows: Sequence[int],
                  sampler: TokenBucketBatchSampler, pad_id: int, bos_id: int, eos_id: int,
-                 device: torch.device | str) -> None:
+                 device: torch.device | str, alignments: Sequence[list[int]] | None = None) -> None:
         self.sampler, self.device = sampler, torch.device(device)
         self.pad_id, self.bos_id, self.eos_id = pad_id, bos_id, eos_id
         self.rows = list(rows)
@@ -53,6 +53,7 @@ class DeviceBatches:
         self._src = flatten([src_ids[r] for r in self.rows], self.device)
         self._tgt = flatten([tgt_ids[r] for r in self.rows], self.device)
         self._row_ids = torch.tensor(self.rows, dtype=torch.long).to(self.device)
+        self._alignments = None if alignments is None else flatten([alignments[r] for r in self.rows], self.device)
 
     @property
     def batch_sampler(self) -> TokenBucketBatchSampler:
@@ -84,8 +85,12 @@ class DeviceBatches:
         bos = torch.full_like(body[:, :1], self.bos_id)
         tgt_in = torch.cat([bos, body[:, :-1]], dim=1)  # BOS + tgt
         tgt_out = body.scatter(1, tgt_lengths[:, None], self.eos_id)  # tgt + EOS
-        return {"src": src, "tgt_in": tgt_in, "tgt_out": tgt_out, "index": self._row_ids[positions]}
+        batch = {"src": src, "tgt_in": tgt_in, "tgt_out": tgt_out, "index": self._row_ids[positions]}
+        if self._alignments is not None:  # beside tgt_out: -1 at EOS and padding
+            batch["alignment"] = self._cut(self._alignments, positions, tgt_width, pad=-1)
+        return batch
 
-    def _cut(self, part: tuple[Tensor, Tensor, Tensor], positions: Tensor, width: int) -> Tensor:
+    def _cut(self, part: tuple[Tensor, Tensor, Tensor], positions: Tensor, width: int,
+             pad: int | None = None) -> Tensor:
         flat, starts, lengths = part
-        return cut(flat, starts[positions], lengths[positions], width, self.pad_id)
+        return cut(flat, starts[positions], lengths[positions], width, self.pad_id if pad is None else pad)

@@ -106,18 +106,23 @@ def pad_batch(sequences: list[list[int]], pad_id: int) -> Tensor:
 
 
 class Collator:
-    """Indices -> padded tensors: src (B, S) ends in EOS; tgt_in = BOS + tgt; tgt_out = tgt + EOS."""
+    """Indices -> padded tensors: src (B, S) ends in EOS; tgt_in = BOS + tgt; tgt_out = tgt + EOS; with ``alignments``
+    (each target token's source position, -1: none), ``alignment`` (B, T) beside tgt_out, -1 at EOS and padding."""
 
-    def __init__(self, src_ids: list[list[int]], tgt_ids: list[list[int]], pad_id: int, bos_id: int, eos_id: int):
-        self.src_ids, self.tgt_ids = src_ids, tgt_ids
+    def __init__(self, src_ids: list[list[int]], tgt_ids: list[list[int]], pad_id: int, bos_id: int, eos_id: int,
+                 alignments: list[list[int]] | None = None):
+        self.src_ids, self.tgt_ids, self.alignments = src_ids, tgt_ids, alignments
         self.pad_id, self.bos_id, self.eos_id = pad_id, bos_id, eos_id
 
     def __call__(self, indices: list[int]) -> dict[str, torch.Tensor]:
         src = [self.src_ids[i] for i in indices]
         tgt = [self.tgt_ids[i] for i in indices]
-        return {
+        batch = {
             "src": pad_batch(src, self.pad_id),
             "tgt_in": pad_batch([[self.bos_id] + t for t in tgt], self.pad_id),
             "tgt_out": pad_batch([t + [self.eos_id] for t in tgt], self.pad_id),
             "index": torch.tensor(indices, dtype=torch.long),
         }
+        if self.alignments is not None:
+            batch["alignment"] = pad_batch([self.alignments[i] + [-1] for i in indices], -1)
+        return batch

@@ -210,11 +210,14 @@ class MultiHeadAttention(nn.Module):
         key_padding_mask: Tensor | None = None,
         need_weights: bool = False,
         cache: KVCache | None = None,
+        head: int | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """q: (B, Lq, d) or (Lq, d); k, v: (B, Lk, d) or (Lk, d); key_padding_mask (B, Lk), True = pad.
 
         Returns the output (B, Lq, d_model) — (B, Lq, heads·d_head) without out_proj — and the
         per-head weights (B, heads, Lq, Lk) with ``need_weights``, else ``None`` (as ``torch.nn``).
+        ``head``: instead, that one head's weights (B, Lq, Lk), by the explicit math beside the fused output and
+        with their gradients (what an alignment guide trains).
         """
         unbatched = q.dim() == 2
         if unbatched:
@@ -252,6 +255,10 @@ class MultiHeadAttention(nn.Module):
         if self.out_proj is not None:
             out = self.out_proj(out)  # W_O: back to (B, Lq, d_model)
         weights = weights if need_weights else None  # the explicit path without the fused kernel computes them anyway
+        if head is not None:  # one head's steps 1-3 again: (B, Lq, Lk)
+            mask = causal_mask(Lq, Lk, Q.device) if kernel_causal else blocked
+            mask = mask.squeeze(1) if mask is not None and mask.dim() == 4 else mask  # the same for every head
+            weights = attention_weights(Q[:, head], K[:, head], mask)
         if unbatched:
             out = out.squeeze(0)
             weights = weights.squeeze(0) if weights is not None else None

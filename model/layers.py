@@ -100,10 +100,12 @@ class DecoderLayer(nn.Module):
         cross_cache: KVCache | None = None,
         need_weights: bool = False,
         causal: bool = True,
+        aligned_head: int | None = None,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         """y: (B, T, d_model), memory: (B, S, d_model) or one row per group of rows of y (B / k, S, d_model,
         the hypotheses of one sentence in beam search). Returns y, the self- and the cross-attention
         weights ((B, H, T, T) and (B, H, T, S) with ``need_weights``, else None; cross None without it).
+        ``aligned_head``: the cross-attention weights of that head alone, (B, T, S), with their gradients.
 
         Target padding needs no mask here: targets are right-padded, so under the causal
         mask a real token never sees a pad token that comes after it. ``causal=False``
@@ -120,7 +122,7 @@ class DecoderLayer(nn.Module):
             # has no mask between queries, so each query still sees exactly its own sentence.
             queries = h.reshape(memory.size(0), -1, h.size(-1)) if memory.size(0) != h.size(0) else h
             out, cross_weights = self.cross_attn(queries, memory, memory, key_padding_mask=memory_padding_mask,
-                                                 need_weights=need_weights, cache=cross_cache)
+                                                 need_weights=need_weights, cache=cross_cache, head=aligned_head)
             y = self.cross_block.add(y, out.reshape(h.shape))
         y = self.ff_block.add(y, self.feed_forward(self.ff_block.norm_in(y)))
         return y, self_weights, cross_weights

@@ -202,10 +202,11 @@ class Seq2SeqTransformer(nn.Module):
 
     def _run_decoder(
         self, tgt_in: Tensor, memory: Tensor, src: Tensor, cache: DecoderCache | None, need_weights: bool,
-        causal: bool,
+        causal: bool, aligned: tuple[int, int] | None = None,
     ) -> tuple[Tensor, list[Tensor], list[Tensor]]:
         """The decoder stack, before its final norm: (B, T, d_model), and per layer the masked
-        self- and cross-attention weights (empty lists without ``need_weights``)."""
+        self- and cross-attention weights (empty lists without ``need_weights``); ``aligned`` (layer, head): instead,
+        that one head's cross-attention weights, (B, T, S), as the only cross map."""
         offset = cache.steps if cache is not None else 0
         y = self.tgt_embed(tgt_in, offset)
         padding = self.src_padding_mask(src)
@@ -213,7 +214,9 @@ class Seq2SeqTransformer(nn.Module):
         for i, layer in enumerate(self.decoder_layers):
             self_cache = cache.self_attn[i] if cache is not None else None
             cross_cache = cache.cross_attn[i] if cache is not None else None
-            y, self_weights, cross_weights = layer(y, memory, padding, self_cache, cross_cache, need_weights, causal)
+            head = aligned[1] if aligned is not None and aligned[0] == i else None
+            y, self_weights, cross_weights = layer(y, memory, padding, self_cache, cross_cache, need_weights, causal,
+                                                   aligned_head=head)
             self_maps += [self_weights] if self_weights is not None else []
             cross_maps += [cross_weights] if cross_weights is not None else []
         if cache is not None:
@@ -229,6 +232,18 @@ class Seq2SeqTransformer(nn.Module):
         """
         memory = self.encode(src)
         return self.decode(tgt_in, memory, src, output_mask=output_mask, causal=self.causal_decoder)
+
+    def forward_aligned(self, src: Tensor, tgt_in: Tensor, layer: int, head: int,
+                        output_mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """``forward``, and the cross-attention weights of one head of one decoder layer, (B, T, S), with their
+        gradients: what a loss toward word alignments trains (Garg et al. 2019, "Jointly Learning to Align and
+        Translate with Transformer Models")."""
+        memory = self.encode(src)
+        y, _, (weights,) = self._run_decoder(tgt_in, memory, src, None, need_weights=False, causal=self.causal_decoder,
+                                             aligned=(layer, head))
+        if output_mask is not None:
+            y = y[output_mask]
+        return self.output(self.decoder_norm(y)), weights
 
     @torch.no_grad()
     def attention_maps(self, src: Tensor, tgt_in: Tensor) -> AttentionMaps:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check: one call, about 7 minutes on one H100/H200, and it always ends with one JSON
+# The GPU check: one call, 9 to 10 minutes on one H200, and it always ends with one JSON
 # (CHECK_DIR/gpu_check.json, printed last), whatever failed or was cut short before it:
 #   0. which of the packages train.py needs are missing (one line);
 #   1. the quick CUDA tests (tests/test_cuda.py -m "cuda and not slow": kernels, bf16, search, no host

@@ -148,6 +148,41 @@ def test_at_the_end_what_the_background_has_not_drawn_is_drawn_at_once(trained, 
     assert [s["label"] for s in explorer_data(tmp_path / "explorer.html")["steps"]] == ["step 4"]
 
 
+def render_stuck_when_niced(*arguments) -> dict:
+    """``render_step``, except in a niced process (the background's), where it never ends; it leaves the
+    process id of whoever drew."""
+    import os
+
+    from model.views.callback import render_step
+
+    if os.nice(0) > 0:
+        time.sleep(3600)
+    (Path(arguments[1]) / f"drawn_by_{os.getpid()}").touch()
+    return render_step(*arguments)
+
+
+def test_at_the_end_unfinished_drawings_are_drawn_side_by_side_and_all_reach_the_explorer(trained, tmp_path,
+                                                                                          monkeypatch):
+    import os
+
+    import model.views.callback as callback_module
+
+    monkeypatch.setattr(callback_module, "drawing_processes", lambda: 2)  # a host with 8 cores
+    trainer, module = trained
+    callback = AttentionViews()
+    callback.render = render_stuck_when_niced
+    views = [host_copy(view) for view in module.eval().sentence_views(1)]
+    for step in (4, 8, 12):
+        callback.draw(views, tmp_path, step, background=True)
+    assert callback._pool._max_workers == 2  # two niced processes drew beside training
+    start = time.monotonic()
+    callback.wait()
+    assert time.monotonic() - start < 600 and callback._pool is None and not callback._pending  # not an hour
+    assert [s["label"] for s in explorer_data(tmp_path / "explorer.html")["steps"]] == ["step 4", "step 8", "step 12"]
+    drawers = {path.name for path in tmp_path.glob("drawn_by_*")}
+    assert 1 <= len(drawers) <= 2 and f"drawn_by_{os.getpid()}" not in drawers  # apart, at the run's priority
+
+
 def test_drawing_in_the_background_writes_what_drawing_at_once_does(trained, tmp_path):
     trainer, module = trained
     views = [host_copy(view) for view in module.eval().sentence_views(2)]

@@ -20,12 +20,14 @@ def test_batches_equal_the_host_loaders_every_epoch(replicas):
     generator = torch.Generator().manual_seed(0)
     src = [torch.randint(3, 60, (int(n),), generator=generator).tolist() for n in torch.randint(1, 20, (300,))]
     tgt = [torch.randint(3, 60, (int(n),), generator=generator).tolist() for n in torch.randint(1, 20, (300,))]
+    # Each target token's source position (-1: none), as the training split's alignments
+    aligned = [[int(torch.randint(-1, len(s), (), generator=generator)) for _ in t] for s, t in zip(src, tgt)]
     rows = [i for i in range(300) if i % 5]  # a kept subset, as training keeps pairs under the length limit
     lengths = [max(len(src[i]), len(tgt[i]) + 1) for i in rows]
-    collate = Collator(src, tgt, PAD, BOS, EOS)
+    collate = Collator(src, tgt, PAD, BOS, EOS, alignments=aligned)
     for rank in range(replicas):
         sampler = TokenBucketBatchSampler(lengths, 96, shuffle=True, seed=3, num_replicas=replicas, rank=rank)
-        on_device = DeviceBatches(src, tgt, rows, sampler, PAD, BOS, EOS, "cpu")
+        on_device = DeviceBatches(src, tgt, rows, sampler, PAD, BOS, EOS, "cpu", alignments=aligned)
         assert on_device.sampler is sampler and len(on_device) == len(sampler)
         for epoch in (0, 1):
             _set_sampler_epoch(on_device, epoch)  # what Lightning calls at every epoch
@@ -34,6 +36,7 @@ def test_batches_equal_the_host_loaders_every_epoch(replicas):
             assert len(got) == len(expected)
             for a, b in zip(got, expected):
                 assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+                assert ((a["alignment"] >= 0) <= (a["tgt_out"] != PAD)).all()  # none at padding
         # And the epochs differ: a new shuffle each epoch.
         _set_sampler_epoch(on_device, 0)
         first = [b["index"].tolist() for b in on_device]

@@ -80,6 +80,16 @@ def test_the_page_in_a_real_browser(browser, smoke_run, tmp_path):
     assert len(shown) == len(last["outputs"]) * len(last["src"])
     assert all(abs(w - expected[q][k] / 1000) < 1e-9 for (q, k), w in shown.items())
 
+    # Under each cross-attention head, its AER on the everyday gold set at this validation; a line says what it is.
+    alignment = data["steps"][-1]["alignment"]
+    labels = browser.execute_script("return [...document.querySelectorAll('#model-view .aer')].map(e => e.textContent)")
+    heads = len(alignment["by_head"][0])
+    assert [float(label.removeprefix("AER ")) for label in labels] == [
+        rate for layer, rates in enumerate(alignment["by_head"]) for rate in [*rates, alignment["by_layer"][layer]]]
+    assert heads == 2
+    note = browser.find_element("css selector", "#alignment-note").text
+    assert f"{alignment['pairs']} hand-aligned everyday sentence pairs" in note and "not why" in browser.page_source
+
     # Hover output token 1: its row lights up, each cell showing its weight, the strongest listed.
     ActionChains(browser).move_to_element(browser.find_element("css selector", '#detail th.q[data-q="1"]')).perform()
     lit = browser.execute_script("return [...document.querySelectorAll('#detail td.hl')].map(td => [+td.dataset.k, td.textContent])")

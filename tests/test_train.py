@@ -109,6 +109,11 @@ def read_losses(run_dir: Path) -> list[float]:
         return [float(row["train/loss"]) for row in csv.DictReader(f) if row.get("train/loss")]
 
 
+def read_metric_names(run_dir: Path) -> set[str]:
+    with open(next(run_dir.glob("csv/version_*/metrics.csv"))) as f:
+        return {name for row in csv.DictReader(f) for name, value in row.items() if value}
+
+
 def test_smoke_run_end_to_end(smoke_run):
     losses = read_losses(smoke_run)
     assert losses[-1] < losses[0]
@@ -142,6 +147,9 @@ def test_smoke_run_end_to_end(smoke_run):
     assert (smoke_run / "confidence.json").is_file() and metrics["confidence"]["sentences"] == metrics["sentences"]
     assert json.loads((smoke_run / "confidence.json").read_text())["combination"] is not None  # beam 2: an agreement
     assert metrics["confidence"]["ranked_by"] == "combined"
+    alignment = metrics["alignment"]  # the cross-attention against both gold sets, every layer and head
+    assert alignment["everyday"]["pairs"] == alignment["europarl"]["pairs"] == 100
+    assert len(alignment["everyday"]["by_head"]) == 1 and "test/aer_everyday_best_head" in read_metric_names(smoke_run)
     assert split["steps"] == 60 and split["tokens"] > 0
     assert all(split["seconds"][phase] > 0 for phase in ("data", "steps", "validation", "views", "checkpoints", "test"))
     assert sum(split["seconds"].values()) == pytest.approx(split["wall_s"], abs=0.1)

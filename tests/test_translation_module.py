@@ -250,7 +250,7 @@ def test_no_training_step_reads_the_device_outside_logging_steps(datamodule, tmp
     stop = StopAndClock("00:01:00:00", last_every_n_steps=5, last_every_minutes=60, guard=guard)
     module = TranslationModule(small_model(datamodule), lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True),
                                budget_schedule(warmup_steps=3), SearchConfig(beam_size=2), val_bleu_samples=4,
-                               guard=guard, time_budget=stop.budget)
+                               guard=guard, time_budget=stop.budget, alignment_weight=0.05)  # the aligned head too
     monkeypatch.setitem(datamodule.hparams, "on_device", True)  # the GPU's path: batches cut on the device
     reads = HostReads(monkeypatch)
     callbacks = [TimeSplit(RunClock()), reads, AttentionViews(sentences=1),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,10 +14,13 @@ from data.atomic_file import atomic_file, write_text_atomically
 from data.copy_cases import cases, copy_shares
 from data.splits import column
 from data.tokenizer import truncate_source
+from model.training.alignment_report import alignment_report
 from model.training.confidence_report import (CALIBRATION_SENTENCES, calibration_of, confidence_quality, confidences,
                                               save_calibration, searched)
 from model.training.pasted_text import pasted_scores, translated_lines
 from model.training.quality import QualityMarks
+
+log = logging.getLogger(__name__)
 
 
 def copied(translate: Callable[[list[str]], list[str]], source_lang: str) -> dict[str, float] | None:
@@ -26,6 +30,24 @@ def copied(translate: Callable[[list[str]], list[str]], source_lang: str) -> dic
     checked = cases()
     shares = copy_shares(checked, translate([case.sentence for case in checked]))
     return {kind: round(hits / total, 4) for kind, (hits, total) in shares.items()}
+
+
+def scored_alignment(trainer: L.Trainer, pl_module: L.LightningModule) -> dict:
+    """The cross-attention's AER against the pair's gold alignments (``alignment_report``), said in one line and
+    logged (``test/aer_<set>``: all heads averaged; ``_aligned_head``, ``_best_head``, ``_diagonal``)."""
+    report = alignment_report(pl_module.model, pl_module.tokenizer, pl_module.pair, aligned=pl_module.aligned)
+    scored = {name: found for name, found in report.items() if isinstance(found, dict) and found.get("pairs")}
+    log.info("attention as word alignment: " + ("; ".join(
+        f"{name} AER " + (f"{found['aligned_head']['aer']} the aligned head, " if "aligned_head" in found else "")
+        + f"{found['averaged']} all heads averaged, {found['best_head']['aer']} the best head "
+        f"(L{found['best_head']['layer']} H{found['best_head']['head']}), {found['diagonal']} a diagonal line"
+        for name, found in scored.items()) or report.get("note", "no gold pair fits the model")))
+    metrics = {f"test/aer_{name}{suffix}": value for name, found in scored.items() for suffix, value in
+               (("", found["averaged"]), ("_best_head", found["best_head"]["aer"]), ("_diagonal", found["diagonal"]),
+                ("_aligned_head", found.get("aligned_head", {}).get("aer"))) if value is not None}
+    for logger in trainer.loggers:
+        logger.log_metrics(metrics, step=trainer.global_step)
+    return report
 
 
 def calibrated_quality(trainer: L.Trainer, pl_module: L.LightningModule, rows: list, run_dir: Path) -> dict | None:
@@ -78,6 +100,7 @@ class TestReport(L.Callback):
                                         for mark, (step, minutes) in marks.items()},
             "copied": copied(translate, pl_module.pair.source), "pasted": pasted,
             "confidence": calibrated_quality(trainer, pl_module, rows, run_dir),
+            "alignment": scored_alignment(trainer, pl_module),
             **({"original": {"bleu": results["test_original"][1].bleu, "chrf": results["test_original"][1].chrf,
                              "sentences": len(results["test_original"][0])}} if "test_original" in results else {}),
         }, indent=2))

@@ -16,6 +16,8 @@ from torch import Tensor
 
 from data.languages import LanguagePair
 from model.search import Output, SearchConfig, search, sentence_attention
+from model.training.aligned_head import aligned_position, alignment_loss
+from model.training.alignment_report import alignment_report
 from model.training.metrics import Scores, corpus_scores, gathered
 from model.training.schedule import Schedule, TimeBudget, training_progress
 from model.training.trainer_state import fitting, is_logging_step
@@ -52,14 +54,18 @@ class TranslationModule(L.LightningModule):
     def __init__(self, model: Seq2SeqTransformer, optimizer: Callable[..., torch.optim.Optimizer], schedule: Schedule,
                  search: SearchConfig = SearchConfig(), label_smoothing: float = 0.1, val_bleu_samples: int = 500,
                  val_bleu_every: int = 1, model_config: dict | None = None, tokenizer_sha256: str | None = None,
-                 guard: Guard | None = None, time_budget: TimeBudget | None = None) -> None:
+                 guard: Guard | None = None, time_budget: TimeBudget | None = None, alignment_weight: float = 0.0,
+                 aligned_layer: int | None = None, aligned_head: int = 1) -> None:
         super().__init__()
         if problems := module_problems({"val_bleu_every": val_bleu_every, "label_smoothing": label_smoothing,
-                                        "val_bleu_samples": val_bleu_samples}):
+                                        "val_bleu_samples": val_bleu_samples, "alignment_weight": alignment_weight,
+                                        "aligned_layer": aligned_layer, "aligned_head": aligned_head}):
             raise ValueError("; ".join(problems))
         # Plain values only (no modules, no callables): checkpoints stay loadable with weights_only=True.
         self.save_hyperparameters(ignore=["model", "optimizer", "schedule", "search", "guard", "time_budget"])
         self.model, self.optimizer_factory, self.schedule = model, optimizer, schedule
+        # The aligned head as (layer, head) from 0, where a loss pulls one head toward word alignments; else None.
+        self.aligned = aligned_position(model, aligned_layer, aligned_head) if alignment_weight > 0 else None
         self.guard = guard  # runtime/non_finite.NonFiniteGuard, or None: Lightning's own clipping
         self.time_budget = time_budget  # the run machinery's clock, or None: progress in steps
         self.search_config = search  # test: as configured; validation: greedy, same length limits
@@ -88,24 +94,35 @@ class TranslationModule(L.LightningModule):
         self.readable_sources = [(text, ids) for text, ids in pairs if 5 <= len(ids) <= 12] or pairs
 
     # -- training: nothing here reads the device back, except at logging steps ------------
-    def _losses(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+    def _losses(self, batch: dict[str, Tensor]) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """The training loss (label-smoothed, plus the aligned head's loss where the batch has alignments), the plain
+        NLL, the accuracy and the aligned head's loss (0 without one)."""
         real = batch["tgt_out"] != self.model.pad_id  # (B, T): where there is a target token
+        # On a CPU the vocabulary projection only where there is a target: fewer FLOPs. On a GPU, indexing by a mask
+        # waits for the device (the result's size is data): every position is projected, the padding weighted out.
+        on_cpu = self.device.type == "cpu"
+        guided = self.training and self.hparams.alignment_weight > 0 and "alignment" in batch
+        arguments, output_mask = (batch["src"], batch["tgt_in"]), real if on_cpu else None
+        if guided:
+            logits, weights = self.model.forward_aligned(*arguments, *self.aligned, output_mask=output_mask)
+        else:
+            logits = self.model(*arguments, output_mask=output_mask)
         smoothing = self.hparams.label_smoothing
-        if self.device.type == "cpu":  # the vocabulary projection only where there is a target: fewer FLOPs
-            logits = self.model(batch["src"], batch["tgt_in"], output_mask=real)  # (N, vocab)
-            return label_smoothed_loss(logits, batch["tgt_out"][real], smoothing)
-        # On a GPU, indexing by a mask waits for the device (the result's size is data): every position
-        # is projected and the padding is weighted out of the loss instead.
-        logits = self.model(batch["src"], batch["tgt_in"])  # (B, T, vocab)
-        return label_smoothed_loss(logits.flatten(0, 1), batch["tgt_out"].flatten(), smoothing, real.flatten())
+        if on_cpu:
+            loss, nll, accuracy = label_smoothed_loss(logits, batch["tgt_out"][real], smoothing)  # logits (N, vocab)
+        else:
+            loss, nll, accuracy = label_smoothed_loss(logits.flatten(0, 1), batch["tgt_out"].flatten(), smoothing,
+                                                      real.flatten())
+        aligning = alignment_loss(weights, batch["alignment"]) if guided else loss.new_zeros(())
+        return loss + self.hparams.alignment_weight * aligning, nll, accuracy, aligning
 
     def training_step(self, batch: dict[str, Tensor], batch_idx: int) -> dict[str, Tensor]:
-        loss, nll, accuracy = self._losses(batch)
+        loss, nll, accuracy, aligning = self._losses(batch)
         if self.guard is not None:
             self.guard.update(loss, self.global_step)
         tokens = torch.stack([(batch[k] != self.model.pad_id).sum() for k in ("src", "tgt_out")])  # (source, target)
-        # Summed on the device since the last logging step: (loss, nll, accuracy, tokens).
-        values = torch.stack([loss.detach(), nll.detach(), accuracy, tokens.sum().to(loss.dtype)])
+        # Summed on the device since the last logging step: (loss, nll, accuracy, tokens, the aligned head's loss).
+        values = torch.stack([loss.detach(), nll.detach(), accuracy, tokens.sum().to(loss.dtype), aligning.detach()])
         self._sums = values if self._sums is None else self._sums + values
         self._summed_steps += 1
         if is_logging_step(self.trainer):
@@ -121,10 +138,12 @@ class TranslationModule(L.LightningModule):
         """Means since the last logging step, read from the device in one transfer, to the loggers and the bar."""
         means = self._sums / self._summed_steps
         skipped = self.guard.skipped.view(1) if self.guard is not None else means.new_zeros(1)
-        loss, nll, accuracy, tokens, skipped = torch.cat([means, skipped.to(means.dtype)]).tolist()
+        loss, nll, accuracy, tokens, aligning, skipped = torch.cat([means, skipped.to(means.dtype)]).tolist()
         now = time.perf_counter()
         metrics = {"train/loss": loss, "train/ppl": math.exp(min(nll, 50.0)), "train/accuracy": accuracy,
                    "train/lr": self.optimizers().param_groups[0]["lr"], "train/skipped_updates": skipped}
+        if self.hparams.alignment_weight > 0:
+            metrics["train/alignment_loss"] = aligning
         if self._window_start is not None:  # tokens over the time since the last logging step
             metrics["train/tokens_per_s"] = tokens * self._summed_steps / max(now - self._window_start, 1e-9)
         self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=1)
@@ -176,7 +195,7 @@ class TranslationModule(L.LightningModule):
         return split.replace("validation", "val")
 
     def _log_evaluation(self, batch: dict[str, Tensor], split: str) -> None:
-        loss, nll, accuracy = self._losses(batch)
+        loss, nll, accuracy, _ = self._losses(batch)
         stage = self.metric_prefix(split)
         self.log_dict({f"{stage}/loss": loss, f"{stage}/ppl": nll.exp(), f"{stage}/accuracy": accuracy},
                       on_step=False, on_epoch=True, batch_size=batch["src"].size(0), sync_dist=True,
@@ -245,11 +264,22 @@ class TranslationModule(L.LightningModule):
         return views
 
 
+    def head_alignment(self, gold_set: str = "everyday") -> dict | None:
+        """Each cross-attention head's AER on the pair's in-domain gold alignments now (the views show it beside
+        each head), with the set's name; None for a pair without one."""
+        report = alignment_report(self.model, self.tokenizer, self.pair, only=gold_set, aligned=self.aligned)
+        scores = report.get(gold_set)
+        return {"set": gold_set, **scores} if scores and scores["pairs"] else None
+
+
 def module_problems(settings: dict, prefix: str = "") -> list[str]:
     """What ``TranslationModule`` refuses among its plain ``settings``, one phrase each (asked before any work)."""
     rules = {"val_bleu_every": (int, lambda v: v >= 1, "must be a whole number >= 1"),
              "label_smoothing": ((int, float), lambda v: 0.0 <= v < 1.0, "must be in [0, 1)"),
-             "val_bleu_samples": (int, lambda v: v >= 0, "must be a whole number >= 0")}
+             "val_bleu_samples": (int, lambda v: v >= 0, "must be a whole number >= 0"),
+             "alignment_weight": ((int, float), lambda v: v >= 0, "must be a number >= 0 (0: no aligned head)"),
+             "aligned_layer": (int, lambda v: v != 0, "must be null or a whole number from 1 (negative: the last)"),
+             "aligned_head": (int, lambda v: v >= 1, "must be a whole number >= 1")}
     return [f"{prefix}{name}={value!r} {message}" for name, (kinds, ok, message) in rules.items()
             if (value := settings.get(name)) is not None
             and (isinstance(value, bool) or not isinstance(value, kinds) or not ok(value))]

@@ -4,7 +4,7 @@ statistics, and the same in wandb (or TensorBoard).
 Side outputs of training live here, not in the LightningModule: the module hands over
 ``sentence_views(n)`` (fixed validation sentences, translated now), this callback writes them.
 Drawing is slow (matplotlib grids of every layer and head). On a GPU the attention weights are
-copied to the host and drawn in a background process while training goes on; the pictures reach
+copied to the host and drawn in background processes while training goes on; the pictures reach
 the loggers when they are ready, and the run waits for the last of them only when training ends.
 """
 
@@ -35,8 +35,18 @@ def host_copy(view: SentenceView) -> SentenceView:
     return replace(view, attention=replace(view.attention, maps=host_maps))
 
 
-def render_step(pickled_views: bytes, root: str, step: int) -> dict:
-    """Draw one validation's views into ``root/step_<N>/`` and rebuild the explorer of every step.
+EXPLORER_TITLE = "Attention during training"
+
+
+def drawing_processes() -> int:
+    """Processes that draw beside training: a quarter of the host's cores, 1 to 4. One process fell behind a GPU
+    run's validations (a 6 x 8 grid of heads takes it about half a minute: docs/results.md, "On a GPU")."""
+    return max(1, min(4, (os.cpu_count() or 1) // 4))
+
+
+def render_step(pickled_views: bytes, root: str, step: int, alignment: dict | None = None) -> dict:
+    """Draw one validation's views into ``root/step_<N>/`` and rebuild the explorer of every step; ``alignment``:
+    each cross-attention head's AER against a gold set (``head_alignment``), shown beside each head.
 
     Runs in the background process (so it takes plain, picklable arguments). Returns what the
     loggers get: ``{"images": [(key, path), ...], "explorer": path}``.
@@ -52,9 +62,10 @@ def render_step(pickled_views: bytes, root: str, step: int) -> dict:
             path = folder / f"{kind}_sentence{n}.png"
             save_figure(figure, path)
             images.append((f"attention/{kind}/sentence_{n}", str(path)))
-    record = {"label": f"step {step}", "step": step, "sentences": [sentence_record(view) for view in views]}
+    record = {"label": f"step {step}", "step": step, "sentences": [sentence_record(view) for view in views],
+              **({"alignment": alignment} if alignment else {})}
     (folder / "attention.json").write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
-    explorer = write_explorer(Path(root) / "explorer.html", read_steps(root), "Attention during training")
+    explorer = write_explorer(Path(root) / "explorer.html", read_steps(root), EXPLORER_TITLE)
     return {"images": images, "explorer": str(explorer)}
 
 
@@ -67,7 +78,7 @@ class AttentionViews(L.Callback):
     - ``<run>/attention/explorer.html``, rebuilt from every step so far (wandb: ``attention/explorer``);
     - ``attention_<kind>/<stat>[_L<layer>H<head>]`` scalars (``model/views/statistics.py``).
 
-    ``background=True`` draws in one background process (one drawing at a time, in step order);
+    ``background=True`` draws in background processes (``drawing_processes()``, published in step order);
     ``False`` draws before training goes on (the run machinery picks it on a CPU, where training keeps
     every core busy and a drawing beside it slows the steps more than it saves: docs/results.md).
     ``clock``, anything with a ``phase(name)`` context (the run machinery sets its own), times what the
@@ -84,6 +95,7 @@ class AttentionViews(L.Callback):
         self.clock = clock
         self._pool: ProcessPoolExecutor | None = None
         self._pending: list[tuple[Future, int, tuple]] = []  # (drawing, step, its arguments), oldest first
+        self._drawn_apart: str | None = None  # the folder that background drawings wrote into, possibly out of order
 
     def _timed(self):
         return self.clock.phase("views") if self.clock is not None else nullcontext()
@@ -94,20 +106,28 @@ class AttentionViews(L.Callback):
         with self._timed():
             views = [host_copy(view) for view in pl_module.sentence_views(self.sentences)]
             pl_module.log_dict(attention_statistics([view.attention for view in views]), rank_zero_only=True)
-            self.draw(views, Path(trainer.default_root_dir) / "attention", trainer.global_step, self.background)
+            alignment = pl_module.head_alignment() if hasattr(pl_module, "head_alignment") else None
+            if alignment:  # how close each head is to a person's word links, as training goes
+                heads = {"": alignment["averaged"], "_best_head": alignment["best_head"]["aer"],
+                         "_aligned_head": alignment.get("aligned_head", {}).get("aer")}
+                pl_module.log_dict({f"val/aer_{alignment['set']}{kind}": aer for kind, aer in heads.items()
+                                    if aer is not None}, rank_zero_only=True)
+            self.draw(views, Path(trainer.default_root_dir) / "attention", trainer.global_step, self.background,
+                      alignment)
             # What is drawn reaches the loggers now (on a CPU, this step's); a background drawing at the next
             # validation or the end: nothing of the views runs between them, on a training step's path.
             self._publish(trainer.loggers)
 
-    def draw(self, views: list[SentenceView], root: Path, step: int, background: bool = True) -> Future:
-        """Start drawing ``views`` as step ``step`` (in the background, or now)."""
-        arguments = (pickle.dumps(views), str(root), step)
+    def draw(self, views: list[SentenceView], root: Path, step: int, background: bool = True,
+             alignment: dict | None = None) -> Future:
+        """Start drawing ``views`` as step ``step`` (in the background, or now), with the heads' ``alignment``."""
+        arguments = (pickle.dumps(views), str(root), step, alignment)
         if background:
             if self._pool is None:  # spawned, not forked: a clean process, whatever threads training runs
                 # Niced: where training has every core (a CPU), drawing takes what training leaves idle.
-                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                self._pool = ProcessPoolExecutor(drawing_processes(), mp_context=multiprocessing.get_context("spawn"),
                                                  initializer=os.nice, initargs=(19,))
-            drawing = self._pool.submit(self.render, *arguments)
+            drawing, self._drawn_apart = self._pool.submit(self.render, *arguments), str(root)
         else:
             drawing = self.draw_now(arguments)
         self._pending.append((drawing, step, arguments))
@@ -123,19 +143,36 @@ class AttentionViews(L.Callback):
             log_html(loggers, "attention/explorer", Path(drawn["explorer"]), step)
 
     def wait(self, loggers: list | None = None) -> None:
-        """Every drawing done and handed to ``loggers``; the background process ended. What it has not
-        finished is drawn here, at the run's own priority: training no longer needs the cores, and on a
-        machine kept busy by others a niced process would barely run."""
+        """Every drawing done and handed to ``loggers``; the background processes ended. What they have not
+        finished is drawn again at the run's own priority (training no longer needs the cores, and on a machine
+        kept busy by others a niced process would barely run), side by side where the host has the cores; the
+        explorer is then rebuilt once, so that drawings finished out of order all reach it."""
         try:
             unfinished = [i for i, (drawing, _, _) in enumerate(self._pending) if not drawing.done()]
             if unfinished:
                 self._stop_pool()
-            for i in unfinished:
-                drawing, step, arguments = self._pending[i]
-                self._pending[i] = (self.draw_now(arguments), step, arguments)
+            redrawn = self.draw_side_by_side([self._pending[i][2] for i in unfinished])
+            for i, drawing in zip(unfinished, redrawn):
+                self._pending[i] = (drawing, *self._pending[i][1:])
+            if self._drawn_apart is not None:
+                root = self._drawn_apart
+                write_explorer(Path(root) / "explorer.html", read_steps(root), EXPLORER_TITLE)
             self._publish(loggers or [], wait=True)
         finally:
             self._stop_pool()
+            self._drawn_apart = None
+
+    def draw_side_by_side(self, drawings: list[tuple]) -> list[Future]:
+        """``render`` of each of ``drawings`` (their arguments), in un-niced processes, or in this one for a single
+        drawing or a single core: settled futures."""
+        processes = min(len(drawings), drawing_processes())
+        if processes <= 1:
+            return [self.draw_now(arguments) for arguments in drawings]
+        with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(self.render, *arguments) for arguments in drawings]
+            for future in futures:
+                future.result()  # a drawing that failed raises here
+        return futures
 
     def draw_now(self, arguments: tuple) -> Future:
         """``render`` in this process: a settled future."""
@@ -144,7 +181,7 @@ class AttentionViews(L.Callback):
         return drawing
 
     def _stop_pool(self) -> None:
-        """End the background process now, a drawing it is running included."""
+        """End the background processes now, the drawings they are running included."""
         if self._pool is not None:
             for process in (getattr(self._pool, "_processes", None) or {}).values():  # no public way before 3.14
                 process.terminate()
