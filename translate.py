@@ -8,6 +8,7 @@ other arguments are sentences.
     python translate.py run=outputs/my_run "The sky is blue." attention=sky.html
     python translate.py run=outputs/my_run "The sky is blue." attention=sky.png attention_all=true
     python translate.py run=outputs/my_run input=english.txt scores=true   # TSV: translation, score, mark, flags, agreement
+    python translate.py run=outputs/my_run "The sky is blue." alignments=true   # El cielo es azul.<TAB>0-0 1-1 2-2 3-3
     python translate.py run=outputs/my_run serve=true
 
 Options (defaults in brackets; "the run's" = what the run was trained with, in its config.yaml):
@@ -43,7 +44,7 @@ from cli_options import option, options_help
 from serving.limits import Limits
 
 if TYPE_CHECKING:  # torch and the model load after the arguments are checked
-    from model.inference.translator import Translator
+    from model.inference.translator import Translation, Translator
     from model.views import SentenceView
 
 OPTION = re.compile(r"^[a-z_]+(\.[a-z_]+)?=")
@@ -79,6 +80,8 @@ class TranslateConfig:
     scores: bool = option(False, "BOOL", "TSV lines: translation, score (mean log-probability per token), mark "
                           "(fine, check, likely wrong), flags (repeats, length, cut) and agreement (0-100, with the "
                           "beam's other hypotheses) of the least sure sentence")
+    alignments: bool = option(False, "BOOL", "each line's word alignment after a tab, as its last field: source-"
+                              "target word indices from 0 (Pharaoh format: 0-0 1-2), words as whitespace separates them")
     batch_size: int = option(64, "N", "sentences per batch (sorted by length within a chunk)")
     chunk_size: int = option(2000, "N", "lines read at a time from a stream: bounds the memory used")
     device: str = option("auto", "D", "auto | cpu | cuda")
@@ -231,10 +234,10 @@ def translate_lines(cfg: TranslateConfig, sentences: list[str], translator: Tran
             out = (files.enter_context(atomic_file(target, partial=partial, keep_on=(KeyboardInterrupt,)))
                    if target else sys.stdout)
             for chunk in chunks(lines, cfg.chunk_size, reader.waiting if reader else lambda: True):
-                translations = translator.translate(chunk, batch_size=cfg.batch_size)
+                translations = translator.translate(chunk, batch_size=cfg.batch_size, alignments=cfg.alignments)
                 if cfg.attention and drawn is None:  # the first non-empty line
                     drawn = next((t for t in translations if t.sentences), None)
-                out.write("".join((t.tsv() if cfg.scores else t.text) + "\n" for t in translations))
+                out.write("".join(output_line(t, cfg) + "\n" for t in translations))
                 out.flush()
                 cut += [done + n for n, t in enumerate(translations, 1) if t.cut]
                 done += len(chunk)
@@ -251,6 +254,14 @@ def translate_lines(cfg: TranslateConfig, sentences: list[str], translator: Tran
         for path in draw_attention(views, cfg.attention, cfg.attention_all, f"{drawn.source} → {drawn.text}"):
             print(f"attention map written to {path}", file=sys.stderr)
     return 0
+
+
+def output_line(translation: Translation, cfg: TranslateConfig) -> str:
+    """The translation, its scores (``scores=true``) and its word alignment (``alignments=true``), tab-separated."""
+    from model.inference.word_alignment import pharaoh
+
+    line = translation.tsv() if cfg.scores else translation.text
+    return f"{line}\t{pharaoh(translation.alignment)}" if cfg.alignments else line
 
 
 def draw_attention(views: list[SentenceView], path: str, every_layer: bool, title: str) -> list[Path]:

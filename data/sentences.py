@@ -17,7 +17,8 @@ gives one line. A sentence in capitals is read in sentence case (``data/casing.p
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from itertools import accumulate
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -112,19 +113,23 @@ class LineSplitter:
     def join(self, pieces: list[Piece], translations: Iterable[str]) -> str:
         """The line again, each translated piece replaced by its translation (``translations`` in order), in
         its source's style; what was kept stands as it was."""
-        translations, parts, last_translated = iter(translations), [], False
+        return self.placed(pieces, translations)[0]
+
+    def placed(self, pieces: list[Piece], translations: Iterable[str]) -> tuple[str, list[tuple[int, str]]]:
+        """``join``'s line, and where each translation stands in it: (its first character, its text as written)."""
+        translations, line, placed, last_translated = iter(translations), "", [], False
         unspaced = self.target_lang in UNSPACED_TARGETS
         for piece in pieces:
             if piece.translated:
                 if last_translated and not unspaced:
-                    parts.append(" ")  # sentences the source wrote without a space between them
-                parts.append(ended_as(piece.text, restyled(next(translations), piece.style, self.target_lang)))
-            elif unspaced and last_translated and piece.text.isspace():
-                continue  # the next sentence follows at once, or the line ends
-            else:
-                parts.append(piece.text)
+                    line += " "  # sentences the source wrote without a space between them
+                placed.append((len(line), ended_as(piece.text, restyled(next(translations), piece.style,
+                                                                        self.target_lang))))
+                line += placed[-1][1]
+            elif not (unspaced and last_translated and piece.text.isspace()):  # else the next follows at once
+                line += piece.text
             last_translated = piece.translated
-        return "".join(parts).rstrip() if unspaced else "".join(parts)
+        return (line.rstrip() if unspaced else line), placed
 
 
 def ended_as(source: str, translation: str) -> str:
@@ -144,6 +149,7 @@ def translate_pieces(lines: list[list[Piece]], translate: Callable[[list[str]], 
     return [[done[piece.model_text] for piece in pieces if piece.translated] for pieces in lines]
 
 
-def sentences_of(pieces: list[Piece]) -> Iterator[str]:
-    """The source texts of a line's translated pieces, as written."""
-    return (piece.text for piece in pieces if piece.translated)
+def translated_at(pieces: list[Piece]) -> list[tuple[int, str]]:
+    """Where each translated piece stands in its line: (its first character, its text)."""
+    starts = accumulate((len(piece.text) for piece in pieces), initial=0)
+    return [(start, piece.text) for start, piece in zip(starts, pieces) if piece.translated]

@@ -3,7 +3,7 @@ against torch.nn's usual uncached loop, and the default's shape against another 
 
     python scripts/benchmark_decoding.py                                 # section 5 of scripts/benchmark.py
     python scripts/benchmark_decoding.py --against model.num_decoder_layers=1 data.vocab_size=4000
-    python scripts/benchmark_decoding.py --run outputs/my_run --lines test.en   # confidence scores on against off
+    python scripts/benchmark_decoding.py --run outputs/my_run --lines test.en   # scores, alignments on against off
 
 Random weights and no EOS: every sentence runs the full length in both implementations. Also the
 benchmarks' shared pieces: the default config, Tatoeba-like batches, timing in turns.
@@ -121,24 +121,26 @@ def decoding_against(cfg, overrides: list[str], n_sentences: int, repeats: int) 
 def scores_section(run: Path, lines_file: Path, repeats: int) -> None:
     """7. translate.py's pipeline on a trained run: lines/s with confidence scores (the search's own
     log-probabilities and the beam's other hypotheses, then each sentence's agreement, flags and mark) against
-    without, timed in turns."""
+    without, and with each line's word alignment (``alignments=true``) against without, timed in turns."""
     from model.inference.translator import Translator
 
     translator = Translator.load(run, device="cpu")
     lines = lines_file.read_text(encoding="utf-8").splitlines()
-    runs = {on: (lambda on=on: translator.translate(lines, scores=on)) for on in (True, False)}
+    options = {"scores off": {"scores": False}, "scores on": {}, "alignments on": {"alignments": True}}
+    runs = {name: (lambda kwargs=kwargs: translator.translate(lines, **kwargs)) for name, kwargs in options.items()}
     times = interleaved_times(runs, repeats, warmup=1)
     search = translator.settings.search
     print(f"\n7. {run}: {len(lines)} lines of {lines_file}, beam {search.beam_size}, translate.py's pipeline")
-    print(f"   scores on {len(lines) / times[True]:6.1f} lines/s, off {len(lines) / times[False]:6.1f} lines/s  "
-          f"ratio on / off = {times[False] / times[True]:.3f}x")
+    print("   " + ", ".join(f"{name} {len(lines) / seconds:6.1f} lines/s" for name, seconds in times.items()))
+    print(f"   time ratio scores on / off = {times['scores on'] / times['scores off']:.3f}x, "
+          f"alignments on / off (scores on) = {times['alignments on'] / times['scores on']:.3f}x")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sentences", type=int, default=2000, help="sentences to decode")
     parser.add_argument("--against", nargs="+", metavar="KEY=VALUE", help="another recipe's overrides (section 6)")
-    parser.add_argument("--run", type=Path, help="a trained run: its speed with confidence scores (section 7)")
+    parser.add_argument("--run", type=Path, help="a trained run: its speed with scores and alignments (section 7)")
     parser.add_argument("--lines", type=Path, help="with --run: the lines to translate (scripts/export_split.py)")
     args = parser.parse_args()
     if args.run:

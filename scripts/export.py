@@ -37,7 +37,7 @@ def main() -> int:
         folder = Path(args.out) if args.out else run.files.folder / args.to
         if args.to == "ctranslate2":
             export_ctranslate2(run.model, run.tokenizer, run.files.checkpoint, folder, args.quantization,
-                               run.settings.pair)
+                               run.settings.pair, run.aligned)
         else:
             from model.inference.export_transformers import export_transformers
 

@@ -3,12 +3,13 @@
     python translate.py run=outputs/my_run serve=true            # http://127.0.0.1:8000/ (API docs: /docs)
 
 ``POST /translate`` with ``{"lines": [...], "beam_size": 5, "attention": false}`` answers ``{"translations":
-[...], "cut": [], "confidence": [...], "attention": null, "n_best": null}``: one translation per line, in order,
+[...], "cut": [], "confidence": [...], "attention": null, "n_best": null, "alignments": null}``: one translation per line, in order,
 empty for an empty line, each line translated sentence by sentence (``model/inference/translator.py``); ``cut``:
 the lines with a sentence truncated to the model's length; ``confidence``: each line's score, agreement, mark
 and flags, and each sentence's (``model/confidence.py``); with ``"attention": true`` also the explorer's data for every
 sentence of the first non-empty line (the same data ``translate.py attention=x.html`` embeds), with ``"n_best":
-true`` every hypothesis the beam ended with for its first sentence, best first, with scores. Requests take turns
+true`` every hypothesis the beam ended with for its first sentence, best first, with scores; with ``"alignments":
+true`` each line's word alignment (``model/inference/word_alignment.py``). Requests take turns
 in shared model batches (``batcher.py``), within limits (``limits.py``). No request names a file: the server
 reads only the run it was started with. ``/docs`` is the interactive API page, served offline.
 
@@ -63,6 +64,7 @@ class TranslateRequest(BaseModel):
     attention: bool = Field(False, description="also the explorer's data for the first non-empty line's sentences")
     n_best: bool = Field(False, description="also every hypothesis of the beam for the first non-empty line's "
                                             "first sentence")
+    alignments: bool = Field(False, description="also each line's word alignment")
 
 
 class Hypothesis(BaseModel):
@@ -85,6 +87,10 @@ class TranslateResponse(BaseModel):
         "length, cut), and the same per sentence with its tokens and their probabilities"))
     attention: dict | None = None
     n_best: list[Hypothesis] | None = None
+    alignments: list[list[tuple[int, int]]] | None = Field(None, description=(
+        "per line, [source word, target word] pairs from 0 (Pharaoh's, as translate.py alignments=true prints them): "
+        "the words as whitespace separates them in the line and in its translation, each target word linked to the "
+        "source word its cross-attention weighs most (where the decoder looked, not why)"))
 
 
 class Refused(Exception):
@@ -187,7 +193,8 @@ def work(request: TranslateRequest, tokens: list[int], config: SearchConfig, lim
         raise Refused(413, f"lines.{too_long[0]}: longer than {MAX_LINE_CHARS} characters")
     costs = line_costs(tokens, config)
     first = next((n for n in tokens if n), 0)  # the first non-empty line's tokens (0: none)
-    total = sum(costs) + first * config.beam_size * request.n_best + first * request.attention
+    total = sum(costs) + first * config.beam_size * request.n_best + first * request.attention \
+        + sum(tokens) * request.alignments
     if total > limits.max_work:
         raise Refused(413, f"this request is {total} work (source tokens × beam_size, with its n_best and "
                            f"attention), over serve.max_work={limits.max_work}: send fewer or shorter lines, "
@@ -214,6 +221,9 @@ async def translate(request: TranslateRequest, http: Request) -> TranslateRespon
         call = lambda: translator.n_best(results[first].sentences[0], config)  # noqa: E731
         hypotheses = await run_on_model(http, [], config, [costs[first]], deadline, call)
         reply.n_best = [Hypothesis(translation=text, score=score) for text, score in hypotheses]
+    if request.alignments:
+        call = lambda: translator.align(results) or [t.alignment for t in results]  # noqa: E731
+        reply.alignments = await run_on_model(http, [], config, [sum(tokens)], deadline, call)
     return reply
 
 

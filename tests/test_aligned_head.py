@@ -61,6 +61,9 @@ def test_training_pulls_the_aligned_head_and_logs_its_loss(tmp_path):
             if row.get("train/alignment_loss")]
     losses = [float(row["train/alignment_loss"]) for row in rows]
     assert len(losses) == 6 and losses[-1] < losses[0]
+    saved = {}
+    module.on_save_checkpoint(saved)  # what translate.py's alignments and the CTranslate2 export read
+    assert saved["aligned_head"] == module.aligned and module.aligned is not None
 
 
 def test_train_py_refuses_a_head_the_model_lacks_in_one_line():

@@ -12,8 +12,11 @@ import torch
 
 from model.inference.export import EXPORT_FILE, export_ctranslate2, exportable
 from model.inference.run_folder import RunLoadError
+from model.inference.search_backends import output_limit
 from model.inference.translator import Translator
-from model.search import SearchConfig
+from model.inference.word_alignment import piece_words, sentence_links
+from model.search import SearchConfig, sentence_attention
+from model.views.alignment import word_alignment
 
 SENTENCES = ["I like cats.", "Where is the station?", "Tom is very tall.", "It is late.", "The sky is blue.",
              "We have to talk about what happened yesterday.", "Hello!", "Do you speak Spanish?", "", "No."]
@@ -59,6 +62,32 @@ def test_the_same_translations_as_ours_in_float32(ours, engine, config):
     assert all(isinstance(score, float) for _, score in n_best)
     # No agreement (its beam's others are not ours): marks by the score alone, where ours has both.
     assert all(s.confidence.agreement is None and s.confidence.combined is None for t in theirs for s in t.sentences)
+
+
+def test_the_aligned_head_is_ctranslate2s_alignment_head_and_gives_our_alignments(ours, tmp_path):
+    import ctranslate2
+
+    heads = ours.model.decoder_layers[0].cross_attn.num_heads
+    aligned = (len(ours.model.decoder_layers) - 1, heads - 1)  # its last head: moved first, as CTranslate2 reads it
+    folder = export_ctranslate2(ours.model, ours.tokenizer, ours.files.checkpoint, tmp_path / "aligned", aligned=aligned)
+    assert json.loads((folder / EXPORT_FILE).read_text(encoding="utf-8"))["aligned_head"] == list(aligned)
+    tok, engine = ours.tokenizer, ctranslate2.Translator(str(folder), device="cpu", compute_type="float32")
+    sources, config = ours.encode(SENTENCES[:4]), SearchConfig(beam_size=1)
+    limits = [output_limit(ids, config, ours.model.max_len) for ids in sources]
+    answers = [engine.translate_batch([[tok.src.id_to_token(i) for i in ids]], beam_size=1, max_decoding_length=limit,
+                                      return_attention=True)[0] for ids, limit in zip(sources, limits)]
+    found = [(ids, [tok.src.token_to_id(piece) for piece in answer.hypotheses[0]]) for ids, answer in zip(sources, answers)]
+    found = [(ids, out + [tok.eos_id] * (len(out) < limit)) for (ids, out), limit in zip(found, limits)]  # ended
+    assert [out for _, out in found] == [s.output_ids for t in ours.translate(SENTENCES[:4], config)
+                                         for s in t.sentences]  # the heads reordered, the same translations
+    for (ids, out), answer in zip(found, answers):  # its attention: the row predicting each output token
+        mine = sentence_attention(ours.model, ids, out, tok.bos_id).maps.cross[aligned[0]][aligned[1]]
+        assert torch.allclose(torch.tensor(answer.attention[0]), mine[: len(answer.attention[0])], atol=1e-5)
+    links = sentence_links(ours.model, tok.src, tok.tgt, found, tok.bos_id, tok.eos_id, aligned)  # ours, as translated
+    theirs = [word_alignment(torch.tensor(answer.attention[0]), [*piece_words(tok.src, ids[:-1]), None],
+                             piece_words(tok.tgt, answer_ids)) for (ids, _), answer in zip(found, answers)
+              for answer_ids in [[tok.src.token_to_id(piece) for piece in answer.hypotheses[0]]]]
+    assert links == theirs and all(links)  # the same links from CTranslate2's attention
 
 
 def test_a_pasted_line_translates_as_ours_does(ours, engine):

@@ -42,8 +42,17 @@ def test_translations_in_order_and_empty_lines_stay_empty(client, translator):
     expected = [t.text for t in translator.translate(lines, SearchConfig(beam_size=2).greedy)]
     reply = answer.json()
     assert reply.pop("confidence")[1] is None  # an empty line has none
-    assert reply == {"translations": expected, "cut": [], "attention": None, "n_best": None}
+    assert reply == {"translations": expected, "cut": [], "attention": None, "n_best": None, "alignments": None}
     assert expected[1] == expected[3] == ""
+
+
+def test_each_line_comes_with_its_word_alignment_when_asked(client, translator):
+    lines = ["- Tom is very tall. It is late.", "", "Note: I like cats."]
+    reply = client.post("/translate", json={"lines": lines, "beam_size": 1, "alignments": True}).json()
+    expected = translator.translate(lines, SearchConfig(beam_size=2).greedy, alignments=True)
+    assert reply["translations"] == [t.text for t in expected]
+    assert reply["alignments"] == [[list(pair) for pair in t.alignment] for t in expected] and expected[1].alignment == []
+    assert {t for _, t in expected[0].alignment} == set(range(1, len(expected[0].text.split())))  # all but "-"
 
 
 def test_each_line_and_each_sentence_comes_with_its_confidence(client, translator):
@@ -204,13 +213,14 @@ def test_the_server_searches_with_ctranslate2_when_asked(smoke_run, translator, 
 
 
 def test_the_page_in_a_real_browser(browser, smoke_run, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
     with serving(smoke_run) as (port, _, _):
         pasted = "The sky is blue. I like cats."  # two sentences: the explorer lets the reader pick one
-        expected = post(port, {"lines": [pasted], "beam_size": 2, "attention": True})
+        expected = post(port, {"lines": [pasted], "beam_size": 2, "attention": True, "alignments": True})
         browser.get(f"http://127.0.0.1:{port}/")
         text = browser.find_element(By.ID, "text")
         text.clear()
@@ -221,6 +231,13 @@ def test_the_page_in_a_real_browser(browser, smoke_run, tmp_path):
         badge = browser.find_element(By.CSS_SELECTOR, "#translations li .badge")  # the line's mark, its score on hover
         assert badge.text == expected["confidence"][0]["mark"] and "score" in badge.get_attribute("title")
         assert "agreement" in badge.get_attribute("title")  # beam 2: the other hypothesis agrees, or not
+        for target in (0, len(item.text.split()) - 1):  # a translated word under the pointer lights the source words it is aligned with
+            word = browser.find_element(By.CSS_SELECTOR, f'#translations li b span.word[data-t="{target}"]')
+            ActionChains(browser).move_to_element(word).perform()
+            lit = browser.execute_script("return [...document.querySelectorAll('#translations li span.word.lit')]"
+                                         ".map(w => w.dataset.s === undefined ? 't' + w.dataset.t : +w.dataset.s)")
+            assert lit == [s for s, t in expected["alignments"][0] if t == target] + [f"t{target}"]
+        save_full_page(browser, tmp_path / "aligned.png")
         browser.find_element(By.ID, "tint").click()  # the tokens, tinted by their probability
         tokens = browser.find_elements(By.CSS_SELECTOR, "#translations li span.token")
         assert [t.get_attribute("title") for t in tokens] == [

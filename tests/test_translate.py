@@ -68,6 +68,21 @@ def test_scores_true_writes_score_mark_and_flags_beside_each_line(smoke_run):
                                                                 abs=0.05)
 
 
+def test_alignments_true_prints_each_lines_word_alignment_after_a_tab(smoke_run):
+    lines = ["I like cats.", "", "- Note: Tom is very tall. It is late.", "Hello\tGood night."]
+    result = translate(f"run={smoke_run}", "alignments=true", "beam_size=2", stdin="\n".join(lines).encode() + b"\n")
+    rows = [line.rsplit("\t", 1) for line in result.stdout.decode().split("\n")[:-1]]
+    expected = Translator.load(smoke_run).translate(lines, SearchConfig(beam_size=2), alignments=True)
+    assert result.returncode == 0 and len(rows) == 4 and rows[1] == ["", ""]  # one line each; an empty one empty
+    assert [text for text, _ in rows] == [t.text for t in expected]
+    for (text, links), line, translation in zip(rows, lines, expected):
+        pairs = [tuple(map(int, link.split("-"))) for link in links.split()]
+        assert pairs == translation.alignment and len({t for _, t in pairs}) == len(pairs)  # one link a word
+        assert all(s < len(line.split()) and t < len(text.split()) for s, t in pairs)
+    marker_and_label = {t for _, t in expected[2].alignment}
+    assert 0 not in marker_and_label and 1 in marker_and_label  # "-" is kept, not translated; "Note:" is
+
+
 def test_marks_set_before_the_agreement_read_the_score_alone_and_say_so(smoke_run, tmp_path):
     run = tmp_path / "run"  # a copy whose confidence.json was written before the agreement
     shutil.copytree(smoke_run, run, ignore=shutil.ignore_patterns("ctranslate2*", "transformers", "wandb", "attention"))

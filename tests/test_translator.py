@@ -1,11 +1,14 @@
 """model/inference/translator.py: translating with a loaded run, and the attention of one translation."""
 
+import shutil
+
 import pytest
 import torch
 
 from data.sampler import pad_batch
 from data.sentences import ended_as
 from model.inference.translator import Translator
+from model.inference.word_alignment import sentence_links
 from model.search import SearchConfig, beam_search, greedy_decode, length_penalty_factor, search
 from model.search_outputs import sequence_log_prob
 
@@ -84,3 +87,34 @@ def test_an_over_long_sentence_is_cut_at_its_commas_and_only_what_cannot_be_is_t
     assert len(commas.sentences) > 1 and not commas.cut
     assert all(len(s.src_ids) <= 12 for s in commas.sentences) and commas.text.count(",") >= len(commas.sentences) - 1
     assert word.cut and translator.truncated == 1 and len(word.sentences[0].src_ids) == 12  # the word alone
+
+
+def test_markup_is_set_aside_for_the_model_and_put_back_by_the_alignment(smoke_run):
+    translator, config = Translator.load(smoke_run), SearchConfig(beam_size=1)
+    lines = ["Press **Save** to keep `notes.txt`.", "See [the guide](https://example.org/a) now.", "2 * 3 = 6", ""]
+    found = translator.translate(lines, config)
+    plain = translator.translate(["Press Save to keep CODE1.", "See the guide now.", "2 * 3 = 6", ""], config)
+    assert [t.source for t in found] == lines  # as pasted
+    assert "`notes.txt`" in found[0].text and "CODE1" not in found[0].text  # copied whole, never translated
+    assert found[0].text.replace("**", "").replace("`notes.txt`", "CODE1") == plain[0].text  # the same translation
+    assert found[1].text.replace("](https://example.org/a)", "").replace("[", "") == plain[1].text
+    assert found[2].text == plain[2].text and found[3].text == ""  # no markup: as it was
+    aligned = translator.translate(lines, config, alignments=True)
+    assert [t.text for t in aligned] == [t.text for t in found] and found[0].alignment == aligned[0].alignment
+    assert all(s < len(line.split()) and t < len(a.text.split()) for line, a in zip(lines, aligned)
+               for s, t in a.alignment)  # in the words of the pasted line and of what is printed
+
+
+def test_a_run_with_an_aligned_head_reads_its_alignments_there(smoke_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(smoke_run, run, ignore=shutil.ignore_patterns("ctranslate2", "transformers", "attention"))
+    checkpoint = Translator.load(run).files.checkpoint
+    state = torch.load(checkpoint, weights_only=True)
+    state["aligned_head"] = (0, 1)  # as training saves it: decoder layer, head, from 0
+    torch.save(state, checkpoint)
+    translator = Translator.load(run)
+    sentence = translator.translate(["Where is the station?"], SearchConfig(beam_size=1), alignments=True)[0].sentences[0]
+    tok = translator.tokenizer
+    read = sentence_links(translator.model, tok.src, tok.tgt, [(sentence.src_ids, sentence.output_ids)], tok.bos_id,
+                          tok.eos_id, (0, 1))[0]
+    assert translator.aligned == (0, 1) and sentence.links == read

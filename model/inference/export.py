@@ -67,13 +67,23 @@ def _positions(embeddings, max_len: int) -> np.ndarray:
     return _array(embeddings.position.embedding.weight[:max_len])  # learned
 
 
-def transformer_spec(model: Seq2SeqTransformer):
-    """The ``ctranslate2.specs.TransformerSpec`` holding this model's weights."""
+def head_first(weight: torch.Tensor, head: int, heads: int, dim: int = 0) -> torch.Tensor:
+    """``weight`` with the rows (``dim`` 0) or columns (1) of ``head`` moved before the other heads' (the same
+    attention: each head's output is summed by the output projection's columns, moved alike)."""
+    chunks = weight.chunk(heads, dim)
+    return torch.cat([chunks[head], *(chunks[h] for h in range(heads) if h != head)], dim)
+
+
+def transformer_spec(model: Seq2SeqTransformer, aligned: tuple[int, int] | None = None):
+    """The ``ctranslate2.specs.TransformerSpec`` holding this model's weights; ``aligned`` (decoder layer, head, from
+    0): the head trained to align, first among its layer's heads and CTranslate2's alignment head, so that
+    ``return_attention`` gives its weights (else the last layer's first head, CTranslate2's default)."""
     from ctranslate2.specs import TransformerSpec
 
     norm_first = isinstance(model.encoder_norm, torch.nn.LayerNorm)
     heads = model.encoder_layers[0].self_attn.num_heads
-    spec = TransformerSpec.from_config((len(model.encoder_layers), len(model.decoder_layers)), heads, pre_norm=norm_first)
+    spec = TransformerSpec.from_config((len(model.encoder_layers), len(model.decoder_layers)), heads, pre_norm=norm_first,
+                                       alignment_layer=aligned[0] if aligned else -1, alignment_heads=1)
     spec.config.layer_norm_epsilon = model.encoder_layers[0].attn_block.norm.eps
     d_model = model.src_embed.token.weight.size(1)
     inner = heads * model.encoder_layers[0].self_attn.d_head
@@ -90,16 +100,22 @@ def transformer_spec(model: Seq2SeqTransformer):
         _linear(theirs.self_attention.linear[0], ours.self_attn.in_proj_weight, ours.self_attn.in_proj_bias)
         _linear(theirs.self_attention.linear[1], ours.self_attn.out_proj.weight, ours.self_attn.out_proj.bias)
         _feed_forward(theirs.ffn, ours)
-    for ours, theirs in zip(model.decoder_layers, spec.decoder.layer):
+    for layer, (ours, theirs) in enumerate(zip(model.decoder_layers, spec.decoder.layer)):
         _layer_norm(theirs.self_attention.layer_norm, ours.self_block.norm)
         _linear(theirs.self_attention.linear[0], ours.self_attn.in_proj_weight, ours.self_attn.in_proj_bias)
         _linear(theirs.self_attention.linear[1], ours.self_attn.out_proj.weight, ours.self_attn.out_proj.bias)
         cross = ours.cross_attn
-        bias = cross.in_proj_bias
+
+        def first(weight: torch.Tensor, dim: int = 0, layer: int = layer) -> torch.Tensor:
+            """The aligned head's query, key and value rows (or output columns) before the other heads'."""
+            return head_first(weight, aligned[1], heads, dim) if aligned and aligned[0] == layer else weight
+
+        q, k, v = (first(w) for w in cross.in_proj_weight.chunk(3))
+        bias = None if cross.in_proj_bias is None else [first(b) for b in cross.in_proj_bias.chunk(3)]
         _layer_norm(theirs.attention.layer_norm, ours.cross_block.norm)
-        _linear(theirs.attention.linear[0], cross.in_proj_weight[:inner], None if bias is None else bias[:inner])
-        _linear(theirs.attention.linear[1], cross.in_proj_weight[inner:], None if bias is None else bias[inner:])
-        _linear(theirs.attention.linear[2], cross.out_proj.weight, cross.out_proj.bias)
+        _linear(theirs.attention.linear[0], q, None if bias is None else bias[0])
+        _linear(theirs.attention.linear[1], torch.cat([k, v]), None if bias is None else torch.cat(bias[1:]))
+        _linear(theirs.attention.linear[2], first(cross.out_proj.weight, 1), cross.out_proj.bias)
         _feed_forward(theirs.ffn, ours)
     _linear(spec.decoder.projection, model.output.weight)
     assert d_model == inner, "CTranslate2 needs heads · d_head == d_model"
@@ -114,12 +130,14 @@ def _feed_forward(spec, layer) -> None:
 
 
 def export_ctranslate2(model: Seq2SeqTransformer, tokenizer: TranslationTokenizer, checkpoint: Path, folder: Path,
-                       quantization: str = "float32", pair: LanguagePair = LanguagePair()) -> Path:
-    """Write a loaded run's model (read from ``checkpoint``; translating ``pair``) as a CTranslate2 folder."""
+                       quantization: str = "float32", pair: LanguagePair = LanguagePair(),
+                       aligned: tuple[int, int] | None = None) -> Path:
+    """Write a loaded run's model (read from ``checkpoint``; translating ``pair``; its ``aligned`` head as
+    CTranslate2's alignment head) as a CTranslate2 folder."""
     if quantization not in QUANTIZATIONS:
         raise RunLoadError(f"quantization={quantization!r}: one of {', '.join(QUANTIZATIONS)}")
     exportable(model)
-    spec = transformer_spec(model)
+    spec = transformer_spec(model, aligned)
     vocabulary = [tokenizer.src.id_to_token(i) for i in range(tokenizer.src_vocab_size)]
     spec.register_source_vocabulary(vocabulary)
     spec.register_target_vocabulary(vocabulary)
@@ -133,7 +151,8 @@ def export_ctranslate2(model: Seq2SeqTransformer, tokenizer: TranslationTokenize
         f"# {pair.describe()}, a CTranslate2 export\n\nFrom `{checkpoint}` (quantization {quantization}), by "
         f"`scripts/export.py`. Tokens are this run's `tokenizer.json` pieces.\n", encoding="utf-8")
     (folder / EXPORT_FILE).write_text(json.dumps({"checkpoint": str(checkpoint), "quantization": quantization,
-                                                  "source_lang": pair.source, "target_lang": pair.target}),
+                                                  "source_lang": pair.source, "target_lang": pair.target,
+                                                  "aligned_head": aligned}),
                                       encoding="utf-8")
     return folder
 
@@ -152,12 +171,12 @@ def exported_checkpoint(folder: Path) -> Path:
 
 
 def up_to_date_export(model: Seq2SeqTransformer, tokenizer: TranslationTokenizer, checkpoint: Path,
-                      folder: Path, pair: LanguagePair = LanguagePair()) -> Path:
+                      folder: Path, pair: LanguagePair = LanguagePair(), aligned: tuple[int, int] | None = None) -> Path:
     """``folder`` as an export of ``checkpoint``: exported first, with one line saying so, if it is missing or
     was made from another (or an older) checkpoint."""
     made_from = json.loads((folder / EXPORT_FILE).read_text(encoding="utf-8")).get("checkpoint") \
         if is_exported_folder(folder) else None
     if made_from != str(checkpoint) or (folder / "model.bin").stat().st_mtime < checkpoint.stat().st_mtime:
         print(f"exporting {checkpoint} to CTranslate2 in {folder}", file=sys.stderr)
-        export_ctranslate2(model, tokenizer, checkpoint, folder, pair=pair)
+        export_ctranslate2(model, tokenizer, checkpoint, folder, pair=pair, aligned=aligned)
     return folder

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 
 from data.languages import LanguagePair, pair_of
-from data.tokenizer import JOINT_FILE, SRC_FILE
+from data.tokenizer import JOINT_FILE, SRC_FILE, TranslationTokenizer, tokenizer_fingerprint
 from model.confidence import Calibration, Combination
 from model.search import SearchConfig
+from model.transformer import Seq2SeqTransformer
 
 log = logging.getLogger(__name__)
 CHECKPOINT_PREFERENCE = ("final.ckpt", "best.ckpt", "last.ckpt")
@@ -164,3 +165,38 @@ def read_calibration(run_folder: Path) -> Calibration | None:
         raise RunLoadError(f"{path}: unreadable calibration ({str(error).splitlines()[0][:120]}); "
                            f"write it again: python scripts/calibrate.py") from None
     return calibration
+
+
+def run_tokenizer(files: RunFiles, state: dict) -> TranslationTokenizer:
+    """The run's tokenizer, refused unless it is the one the checkpoint was trained with."""
+    try:
+        tokenizer = TranslationTokenizer.load(files.folder)
+    except Exception as error:  # noqa: BLE001 — tokenizers raises plain Exceptions on a corrupt file
+        raise RunLoadError(f"{files.folder / JOINT_FILE}: unusable tokenizer "
+                           f"({str(error).splitlines()[0][:120]})") from None
+    config = model_config(state, files.checkpoint)
+    expected = state["hyper_parameters"].get("tokenizer_sha256")
+    sizes, trained = (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size), (config.get("src_vocab_size"),
+                                                                              config.get("tgt_vocab_size"))
+    if sizes != trained or (expected and expected != tokenizer_fingerprint(files.folder)):
+        raise RunLoadError(f"{files.folder / JOINT_FILE}: tokenizer does not match checkpoint {files.checkpoint} "
+                           f"(vocabulary {sizes} vs {trained})")
+    return tokenizer
+
+
+def run_model(files: RunFiles, state: dict) -> Seq2SeqTransformer:
+    """The checkpoint's model, its weights loaded (on the CPU)."""
+    try:
+        model = Seq2SeqTransformer(**model_config(state, files.checkpoint))
+        model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()})
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise RunLoadError(f"{files.checkpoint}: its weights do not fit its model_config "
+                           f"({str(error).splitlines()[0][:160]})") from None
+    return model
+
+
+def overridden(settings: RunSettings, overrides: dict) -> RunSettings:
+    """The run's settings with a caller's: ``max_sentence_len`` or any ``SearchConfig`` field (checked here, once)."""
+    overrides = dict(overrides)
+    max_sentence_len = overrides.pop("max_sentence_len", settings.max_sentence_len)
+    return replace(settings, search=replace(settings.search, **overrides), max_sentence_len=max_sentence_len)

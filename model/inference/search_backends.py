@@ -100,13 +100,14 @@ class CTranslate2Search:
 
     @classmethod
     def of_run(cls, model: Seq2SeqTransformer, tokenizer, files, folder: Path | None, device: torch.device,
-               compute_type: str) -> "CTranslate2Search":
-        """On ``folder``, default ``<run>/ctranslate2`` (exported first when missing or made from another checkpoint)."""
+               compute_type: str, aligned: tuple[int, int] | None = None) -> "CTranslate2Search":
+        """On ``folder``, default ``<run>/ctranslate2`` (exported first, with the ``aligned`` head, when missing or made
+        from another checkpoint)."""
         from model.inference.export import up_to_date_export
 
         if folder is None:
             folder = up_to_date_export(model, tokenizer, files.checkpoint, files.folder / "ctranslate2",
-                                       files.settings.pair)
+                                       files.settings.pair, aligned)
         pieces = [tokenizer.src.id_to_token(i) for i in range(tokenizer.src_vocab_size)]
         return cls(folder, pieces, tokenizer.eos_id, model.max_len, device, compute_type)
 

@@ -3,9 +3,10 @@
 This is where the model meets the tokenizer of ``data/`` at inference (training's counterpart
 is the LightningModule, which is handed its tokenizer), and the one inference pipeline, written here once
 for every entry (``translate.py``, the server, the page) and every engine: each line normalized at the door
-(``data.lines.normalized``), cut into sentences, list markers and labels (``data/sentences.py``, capitals
-read in sentence case), every sentence of the call tokenized and searched in batches of similar length,
-then the line joined back. The search behind it is a backend (``search_backends.py``: ours, CTranslate2's or
+(``data.lines.normalized``), its inline Markdown set aside (``data/markup.py``), cut into sentences, list
+markers and labels (``data/sentences.py``, capitals read in sentence case), every sentence of the call tokenized
+and searched in batches of similar length, then the line joined back, its markup put back by the word alignment
+(``word_alignment.py``). The search behind it is a backend (``search_backends.py``: ours, CTranslate2's or
 ``transformers``'). The run's own settings apply unless the caller overrides them: its search
 (``module.search``) and its source-length limit (``data.max_sentence_len``).
 """
@@ -13,21 +14,25 @@ then the line joined back. The search behind it is a backend (``search_backends.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from data.lines import clean_text, normalized
-from data.sentences import LineSplitter, translate_pieces
-from data.tokenizer import JOINT_FILE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
+from data.markup import put_back, set_aside
+from data.sentences import LineSplitter, translate_pieces, translated_at
+from data.tokenizer import TranslationTokenizer, truncate_source
 from model.confidence import MARKS, Calibration, Confidence, beam_agreements, confidence
-from model.inference.run_folder import RunFiles, RunLoadError, RunSettings, model_config, open_run, read_calibration
+from model.inference.run_folder import (RunFiles, RunSettings, open_run, overridden, read_calibration, run_model,
+                                        run_tokenizer)
 from model.inference.search_backends import (CTranslate2Search, OurSearch, SearchBackend, TransformersSearch,
                                              check_engine)
+from model.inference.word_alignment import line_alignment, sentence_links
 from model.search import KeepRows, SearchConfig, sentence_attention
 from model.transformer import Seq2SeqTransformer
 from model.views import SentenceView, sentence_view
+from model.views.alignment import Links
 
 
 @dataclass
@@ -40,6 +45,7 @@ class Sentence:
     output_ids: list[int]  # as the search produced them (EOS included when it ended)
     confidence: Confidence  # how sure the model was, and whether to check it (``model/confidence.py``)
     token_log_probs: list[float] | None = None  # of each output id (None: the engine gives only the total)
+    links: Links | None = None  # (source word, target word) of ``source`` and ``text``, when alignments were asked
 
     @property
     def cut(self) -> bool:
@@ -54,6 +60,7 @@ class Translation:
     source: str  # the line, normalized and stripped ("" for an empty line)
     text: str  # the translation, one line in the run's target language
     sentences: list[Sentence] = field(default_factory=list)  # in the line's order; [] for an empty line
+    alignment: list[tuple[int, int]] | None = None  # (source, target) words of the line, when asked (Pharaoh's)
 
     @property
     def cut(self) -> bool:
@@ -92,6 +99,7 @@ class Translator:
     files: RunFiles | None = None  # where the weights were read from (an export is made from them)
     calibration: Calibration | None = None  # where its marks change (None: a run from before; flags alone mark)
     truncated: int = 0  # sources cut to the length limit so far
+    aligned: tuple[int, int] | None = None  # the head trained to align words (decoder layer, head, from 0), if any
 
     @classmethod
     def load(cls, run: str | Path, device: str = "auto", engine: str = "ours", compute_type: str = "default",
@@ -114,13 +122,14 @@ class Translator:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         target = torch.device(device)
         model = model.to(target).eval()
+        aligned = tuple(state["aligned_head"]) if state.get("aligned_head") else None
         if engine == "ours":
             backend = OurSearch(model, tokenizer.bos_id, tokenizer.eos_id)
         elif engine == "ctranslate2":
-            backend = CTranslate2Search.of_run(model, tokenizer, files, exported, target, compute_type)
+            backend = CTranslate2Search.of_run(model, tokenizer, files, exported, target, compute_type, aligned)
         else:  # transformers: generate() on <run>/transformers
             backend = TransformersSearch.of_run(model, tokenizer, files, settings, None, target)
-        return cls(model, tokenizer, target, backend, settings, files, read_calibration(files.folder))
+        return cls(model, tokenizer, target, backend, settings, files, read_calibration(files.folder), aligned=aligned)
 
     @property
     def max_source_tokens(self) -> int:
@@ -172,14 +181,16 @@ class Translator:
 
     @torch.no_grad()
     def translate(self, lines: list[str], config: SearchConfig | None = None, batch_size: int = 64,
-                  keep_rows: KeepRows | None = None, scores: bool = True) -> list[Translation]:
+                  keep_rows: KeepRows | None = None, scores: bool = True, alignments: bool = False) -> list[Translation]:
         """Translate lines with ``config`` (default: the run's search), one translation per line: every sentence
         of the call (each distinct one once) in batches of similar length, joined back into its line; empty
         lines stay empty. ``keep_rows``: which lines to keep translating, asked at every step of our search
-        (``model.search.KeepRows``); ``scores=False``: the search keeps no log-probabilities (flags only)."""
+        (``model.search.KeepRows``); ``scores=False``: the search keeps no log-probabilities (flags only);
+        ``alignments``: each line's word alignment (``word_alignment.py``)."""
         config, splitter = config or self.settings.search, self.splitter
         lines = [normalized(line) for line in lines]
-        pieces = [splitter.pieces(line) for line in lines]
+        aside = [set_aside(line) for line in lines]  # what the model reads: the markup set aside
+        pieces = [splitter.pieces(line.plain) for line in aside]
         owners: dict[str, list[int]] = {}  # the lines each distinct sentence is in
         for row, line_pieces in enumerate(pieces):
             for piece in filter(lambda piece: piece.translated, line_pieces):
@@ -190,9 +201,16 @@ class Translator:
             return self._translate_sentences(texts, config, batch_size, wanted, scores)
 
         translated = translate_pieces(pieces, search)
-        return [Translation(line.strip(), splitter.join(line_pieces, [s.text for s in found]).rstrip()
-                            if found else "", found)
-                for line, line_pieces, found in zip(lines, pieces, translated)]
+        translations = [Translation(line.plain.strip(), splitter.join(line_pieces, [s.text for s in found]).rstrip()
+                                    if found else "", found)
+                        for line, line_pieces, found in zip(aside, pieces, translated)]
+        self.align(translations if alignments else [t for t, line in zip(translations, aside) if line.markup],
+                   batch_size)
+        for translation, line, pasted in zip(translations, aside, lines):
+            if line.markup:  # put back by the alignment, which is then in the pasted line's words
+                translation.text, translation.alignment = put_back(line, translation.text, translation.alignment)
+                translation.source = pasted.strip()
+        return translations
 
     def _translate_sentences(self, texts: list[str], config: SearchConfig, batch_size: int,
                              keep_rows: KeepRows | None, scores: bool) -> list[Sentence]:
@@ -211,6 +229,28 @@ class Translator:
                 results[j] = Sentence(texts[j], text, ids[j], output.ids, confidence(
                     ids[j], output, self.tokenizer.eos_id, cut[j], self.calibration, agreement), output.token_log_probs)
         return results
+
+    def align(self, translations: list[Translation], batch_size: int = 64) -> None:
+        """Each translation's ``alignment`` (where it has none yet: a line with markup has its own): its words (as
+        whitespace separates them in its line and in its text) linked by the cross-attention of the ids its search
+        produced, read by our model whatever the engine (``word_alignment.py``); its sentences' ``links`` in their
+        own words."""
+        translations = [translation for translation in translations if translation.alignment is None]
+        sentences = list({id(s): s for t in translations for s in t.sentences}.values())  # a repeated one once
+        sentences.sort(key=lambda s: len(s.src_ids))  # similar lengths batch together
+        tok = self.tokenizer
+        for start in range(0, len(sentences), batch_size):
+            batch = sentences[start : start + batch_size]
+            found = sentence_links(self.model, tok.src, tok.tgt, [(s.src_ids, s.output_ids) for s in batch],
+                                   tok.bos_id, tok.eos_id, self.aligned)
+            for sentence, links in zip(batch, found):
+                sentence.links = links
+        splitter = self.splitter
+        for translation in translations:  # its pieces again (the same cut), to place each sentence's words
+            pieces = splitter.pieces(translation.source)
+            text, placed = splitter.placed(pieces, [s.text for s in translation.sentences])
+            translation.alignment = line_alignment((translation.source, translated_at(pieces)), (text, placed),
+                                                   [s.links for s in translation.sentences])
 
     @torch.no_grad()
     def n_best(self, sentence: Sentence, config: SearchConfig | None = None) -> list[tuple[str, float]]:
@@ -259,38 +299,3 @@ def rows_of(keep_rows: KeepRows | None, rows: list[int]) -> KeepRows | None:
         return [flags[row] for row in rows]
 
     return asked
-
-
-def run_tokenizer(files: RunFiles, state: dict) -> TranslationTokenizer:
-    """The run's tokenizer, refused unless it is the one the checkpoint was trained with."""
-    try:
-        tokenizer = TranslationTokenizer.load(files.folder)
-    except Exception as error:  # noqa: BLE001 — tokenizers raises plain Exceptions on a corrupt file
-        raise RunLoadError(f"{files.folder / JOINT_FILE}: unusable tokenizer "
-                           f"({str(error).splitlines()[0][:120]})") from None
-    config = model_config(state, files.checkpoint)
-    expected = state["hyper_parameters"].get("tokenizer_sha256")
-    sizes, trained = (tokenizer.src_vocab_size, tokenizer.tgt_vocab_size), (config.get("src_vocab_size"),
-                                                                              config.get("tgt_vocab_size"))
-    if sizes != trained or (expected and expected != tokenizer_fingerprint(files.folder)):
-        raise RunLoadError(f"{files.folder / JOINT_FILE}: tokenizer does not match checkpoint {files.checkpoint} "
-                           f"(vocabulary {sizes} vs {trained})")
-    return tokenizer
-
-
-def run_model(files: RunFiles, state: dict) -> Seq2SeqTransformer:
-    """The checkpoint's model, its weights loaded (on the CPU)."""
-    try:
-        model = Seq2SeqTransformer(**model_config(state, files.checkpoint))
-        model.load_state_dict({k.removeprefix("model."): v for k, v in state["state_dict"].items()})
-    except (TypeError, ValueError, RuntimeError) as error:
-        raise RunLoadError(f"{files.checkpoint}: its weights do not fit its model_config "
-                           f"({str(error).splitlines()[0][:160]})") from None
-    return model
-
-
-def overridden(settings: RunSettings, overrides: dict) -> RunSettings:
-    """The run's settings with a caller's: ``max_sentence_len`` or any ``SearchConfig`` field (checked here, once)."""
-    overrides = dict(overrides)
-    max_sentence_len = overrides.pop("max_sentence_len", settings.max_sentence_len)
-    return replace(settings, search=replace(settings.search, **overrides), max_sentence_len=max_sentence_len)

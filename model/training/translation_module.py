@@ -244,6 +244,7 @@ class TranslationModule(L.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.check_finite()  # never save weights that a non-finite loss may have touched
+        checkpoint["aligned_head"] = self.aligned  # what translate.py's alignments read (None: every head averaged)
 
     def on_test_epoch_end(self) -> None:  # written into the run folder by the TestReport callback
         self.test_results = {split: self._score(split) for split in self.evaluated["test"]}
