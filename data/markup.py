@@ -100,7 +100,8 @@ def put_back(aside: SetAside, text: str, alignment: list[tuple[int, int]]) -> tu
     for at, _, marker in sorted(inserts, key=lambda insert: insert[:2], reverse=True):  # the last place first
         if isinstance(marker, Markup):  # a code span in its placeholder's place, or at the end
             found = text.lower().startswith(marker.placeholder.lower(), at)
-            text = text[:at] + (marker.code if found else " " + marker.code) + text[at + len(marker.placeholder) * found :]
+            replaced = len(marker.placeholder) if found else 0
+            text = text[:at] + (marker.code if found else " " + marker.code) + text[at + replaced :]
         else:
             text = text[:at] + marker + text[at:]
     pasted = {(aside.pasted_word[s], t + shift[t]) for s, t in alignment}

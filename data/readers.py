@@ -8,6 +8,8 @@ Formats (``data.corpus_format``; ``auto`` decides by the name's extension in any
 - ``tsv`` / ``csv``: a table (``.tsv``, ``.csv``, or a tab-separated ``.txt``; a CSV read with quotes and all);
   its columns named by a header line of language codes (``es<TAB>en``, ``id,en,es``) or ``data.columns``;
   two columns without either are source then target; more are refused;
+- ``tmx``: a translation memory (``.tmx``, or a file that opens a ``<tmx>`` element), its units' segments in the
+  pair's two languages by ``xml:lang`` (``data/tmx.py``);
 - ``aligned``: two plain-text files, one sentence a line (``corpus.en`` + ``corpus.nl``), given as the prefix
   ``corpus``, Moses style;
 - ``hub``: a Hugging Face dataset with a ``translation`` column (``hub_pairs``).
@@ -32,14 +34,16 @@ from pathlib import Path
 from data.corpus import CorpusError, CorpusNotFoundError, aligned_files
 from data.corpus_text import check_tatoeba_language, decoded, file_text
 from data.languages import NAMES, THREE_LETTER, LanguagePair, download_language
+from data.tmx import TmxReader, is_tmx
 
 log = logging.getLogger(__name__)
 Pairs = list[tuple[str, str]]
-FORMATS = ("auto", "tatoeba", "tsv", "csv", "aligned", "hub")
+FORMATS = ("auto", "tatoeba", "tsv", "csv", "tmx", "aligned", "hub")
 BAD_LINES = {  # kind -> what it is, as the warning says it
     "too_few_fields": "fewer fields than columns",
     "too_many_fields": "more fields than columns (a tab or comma inside a field?)",
     "empty_side": "an empty source or target",
+    "missing_language": "a translation unit without both languages",
 }
 FIRST_LINES_KEPT = 5  # line numbers kept per kind, for the warning
 
@@ -48,7 +52,7 @@ FIRST_LINES_KEPT = 5  # line numbers kept per kind, for the warning
 class ParseReport:
     """How a corpus was read and what reading it kept and skipped, so that nothing is dropped silently."""
 
-    format: str = ""  # data.corpus_format's answer: tatoeba, tsv, csv, aligned or hub
+    format: str = ""  # data.corpus_format's answer: tatoeba, tsv, csv, tmx, aligned or hub
     reading: str = ""  # the format, the columns and the direction: "mine.csv as csv: column 'es' → column 'en'"
     kept: int = 0
     bad: dict[str, int] = field(default_factory=dict)  # kind (BAD_LINES) -> lines skipped
@@ -211,6 +215,25 @@ def aligned_pairs(prefix: Path, pair: LanguagePair, encoding: str | None = None)
     return clean_pairs(zip(sources, targets), "aligned", f"{source_file} → {target_file.name} as aligned files")
 
 
+def tmx_pairs(path: Path, pair: LanguagePair, strict: bool = False) -> tuple[Pairs, ParseReport]:
+    """The translation units of a TMX file holding both of the pair's languages (``data/tmx.py``), each counted
+    at the line where it starts; a file without them is refused, naming the languages it holds."""
+    reader = TmxReader(pair)
+    reader.read(path)
+    if not {pair.source, pair.target} <= reader.languages:
+        raise CorpusError(f"{path}: its translation units hold {', '.join(sorted(reader.languages)) or 'no language'},"
+                          f" not both {pair.source} and {pair.target}: set data.source_lang / data.target_lang")
+    report, pairs = ParseReport("tmx", f"{path.name} as tmx: xml:lang {pair.source} → {pair.target}, "
+                                       f"{reader.tags_dropped} inline tags dropped"), []
+    for line, source, target in reader.units:
+        if source is None or target is None:
+            report.count("missing_language", line, strict, path.name)
+        else:
+            keep_clean(source, target, line, pairs, report, strict, path.name)
+    report.kept = len(pairs)
+    return pairs, report
+
+
 def hub_pairs(path: str, name: str | None, split: str, pair: LanguagePair) -> tuple[Pairs, ParseReport]:
     """The ``translation`` column of a Hugging Face dataset (``load_dataset(path, name, split=split)``), in the
     pair's direction."""
@@ -242,6 +265,8 @@ def read_pairs(path: Path, pair: LanguagePair, corpus_format: str = "auto", colu
         pairs, report = aligned_pairs(path, pair, encoding)
     elif not path.is_file():
         raise CorpusNotFoundError(f"corpus file {path} does not exist")
+    elif corpus_format == "tmx" or corpus_format == "auto" and (path.suffix.lower() == ".tmx" or is_tmx(path)):
+        pairs, report = tmx_pairs(path, pair, strict)
     else:
         text = file_text(path, pair, encoding)
         fmt = detect_format(path, text) if corpus_format == "auto" else corpus_format

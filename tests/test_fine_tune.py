@@ -1,5 +1,6 @@
-"""fine_tune.py through train.py: a run fine-tuned from a trained one on a table of its own, its starting run's corpus
-replayed and scored beside it; another pair or shape refused in one line; a stopped fine-tune resumes as itself."""
+"""fine_tune.py through train.py: a run fine-tuned from a trained one on a translation memory of its own, its
+starting run's corpus replayed and scored beside it; another pair or shape refused in one line; a stopped fine-tune
+resumes as itself."""
 
 import json
 import logging
@@ -21,11 +22,15 @@ from runtime.settings import SettingsError
 from runtime.stop_and_clock import TrainingInterrupted
 
 
-def health_table(folder):
-    """A small corpus of one topic as people keep one: a TSV, Spanish first, its header naming the columns."""
-    rows = [(f"El médico {i} está en el hospital.", f"The doctor {i} is at the hospital.") for i in range(200)]
-    path = folder / "health.tsv"
-    path.write_text("es\ten\n" + "".join(f"{es}\t{en}\n" for es, en in rows), encoding="utf-8")
+def health_memory(folder):
+    """A small corpus of one topic as a CAT tool exports it: a TMX memory, Spanish first, regions in its languages,
+    inline codes around a word."""
+    units = "".join(f'<tu><tuv xml:lang="es-ES"><seg>El médico {i} está en el hospital.</seg></tuv>'
+                    f'<tuv xml:lang="en-US"><seg>The <bpt i="1">&lt;b&gt;</bpt>doctor<ept i="1">&lt;/b&gt;</ept> {i} '
+                    f'is at the hospital.</seg></tuv></tu>\n' for i in range(200))
+    path = folder / "health.tmx"
+    path.write_text(f'<?xml version="1.0" encoding="UTF-8"?>\n<tmx version="1.4"><header srclang="es-ES"/><body>\n'
+                    f'{units}</body></tmx>\n', encoding="utf-8")
     return path
 
 
@@ -71,7 +76,7 @@ def test_a_stopped_fine_tune_resumes_as_itself_and_scores_both_corpora(smoke_run
     from train import train
 
     caplog.set_level(logging.INFO)
-    run_dir, corpus = tmp_path / "tuned", health_table(tmp_path)
+    run_dir, corpus = tmp_path / "tuned", health_memory(tmp_path)
     command = ("experiment=finetune", f"init_from={smoke_run}", f"data.corpus_path={corpus}", "logger=csv", NO_VIEWS,
                f"paths.output_dir={run_dir}", f"data.cache_dir={data_cache}", "runtime.max_time=null",
                "runtime.precision=32-true", "trainer.max_steps=30", "trainer.val_check_interval=15",
@@ -81,7 +86,7 @@ def test_a_stopped_fine_tune_resumes_as_itself_and_scores_both_corpora(smoke_run
     with pytest.raises(TrainingInterrupted):
         train(compose_train(*command))
     said = caplog.text
-    assert "corpus: health.tsv as tsv: column 2 'en' → column 1 'es', header skipped" in said  # how it was read
+    assert "corpus: health.tmx as tmx: xml:lang en → es, 400 inline tags dropped" in said  # how it was read
     assert "tokenizer coverage of the new corpus: pieces per word src" in said
     assert f"fine-tuning from {smoke_run / 'checkpoints' / 'final.ckpt'}" in said
     saved_at = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)["global_step"]

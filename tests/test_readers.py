@@ -215,3 +215,59 @@ def test_files_that_are_not_this_corpus_are_refused_naming_them(tmp_path):
         read_pairs(prose, ES)
     with pytest.raises(CorpusNotFoundError, match="does not exist"):
         read_pairs(tmp_path / "missing.txt", ES)
+
+
+TMX = """<?xml version="1.0" encoding="{encoding}"?>
+<!DOCTYPE tmx SYSTEM "tmx14.dtd">
+<tmx version="1.4">
+  <header creationtool="test" srclang="en-US" segtype="sentence" o-tmf="x" adminlang="en" datatype="plaintext"/>
+  <body>
+    <tu tuid="1">
+      <tuv xml:lang="en-US"><seg>Press <bpt i="1">&lt;b&gt;</bpt>Save<ept i="1">&lt;/b&gt;</ept> now.</seg></tuv>
+      <tuv xml:lang="es-ES"><seg>Pulse <hi>Guardar</hi> ahora.</seg></tuv>
+    </tu>
+    <tu>
+      <tuv xml:lang="EN_gb"><seg>Open the
+        file.<ph x="1">&lt;br/&gt;</ph></seg></tuv>
+      <tuv lang="es"><seg>Abra el archivo.</seg></tuv>
+    </tu>
+    <tu>
+      <tuv xml:lang="en"><seg>Only English here.</seg></tuv>
+      <tuv xml:lang="de-DE"><seg>Nur Deutsch.</seg></tuv>
+    </tu>
+    <tu><tuv xml:lang="en"><seg>Café</seg></tuv><tuv xml:lang="es-MX"><seg>Cafe\u0301</seg></tuv></tu>
+  </body>
+</tmx>
+"""
+TMX_PAIRS = [("Press Save now.", "Pulse Guardar ahora."), ("Open the file.", "Abra el archivo."), ("Café", "Café")]
+
+
+@pytest.mark.parametrize("encoding", ["UTF-8", "UTF-16"])
+def test_a_translation_memory_is_read_by_language_with_regions_its_tags_dropped(tmp_path, encoding, caplog):
+    path = tmp_path / "memory.tmx"  # UTF-16 with its byte-order mark, as several CAT tools write it
+    path.write_bytes(TMX.format(encoding=encoding).encode(encoding.lower()))
+    pairs, report = read_pairs(path, LanguagePair("en", "es"))
+    assert pairs == TMX_PAIRS and report.format == "tmx" and report.renormalized == 1
+    assert report.reading == "memory.tmx as tmx: xml:lang en → es, 3 inline tags dropped"
+    assert report.bad == {"missing_language": 1} and report.first_lines == {"missing_language": [15]}
+    assert "without both languages (line 15)" in caplog.text
+    backwards, _ = read_pairs(path, LanguagePair("es", "en"))  # either direction
+    assert backwards == [(target, source) for source, target in TMX_PAIRS]
+    found = tmp_path / "memory.xml"  # auto: by its content, whatever its name
+    found.write_bytes(path.read_bytes())
+    assert read_pairs(found, LanguagePair("en", "es"))[0] == TMX_PAIRS
+
+
+def test_a_memory_without_the_pair_or_not_well_formed_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "memory.tmx"
+    path.write_text(TMX.format(encoding="UTF-8"), encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"memory.tmx: its translation units hold de, en, es, not both en and fr: "):
+        read_pairs(path, LanguagePair("en", "fr"))
+    broken = tmp_path / "broken.tmx"
+    broken.write_text(TMX.format(encoding="UTF-8").replace("</tu>\n    <tu>", "</tu>\n    <tu", 1), encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"broken.tmx: not a well-formed TMX file at line 11, column \d+: "):
+        read_pairs(broken, LanguagePair("en", "es"))
+    strict = tmp_path / "strict.tmx"
+    strict.write_text(TMX.format(encoding="UTF-8"), encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"strict.tmx, line 15: a translation unit without both languages"):
+        read_pairs(strict, LanguagePair("en", "es"), strict=True)
