@@ -92,7 +92,7 @@ def detect_format(path: Path, text: str) -> str:
         return "tatoeba"
     if suffix in (".tsv", ".csv"):
         return suffix[1:]
-    lines = text.splitlines()[:200]
+    lines = records(text)[:200]
     if any(len(f := line.split("\t")) == 3 and f[2].lstrip().startswith("CC-BY") for line in lines):
         return "tatoeba"
     named = download_language(path.name) is not None  # spa.txt, nld.txt: a download's own file
@@ -115,10 +115,17 @@ def header_names(fields: Sequence[str]) -> list[str] | None:
     return names
 
 
+def records(text: str) -> list[str]:
+    """The lines of a corpus file: only ``\n`` (or ``\r\n``) ends one, as in ``data/lines.py`` (``str.splitlines``
+    would also cut at U+2028, U+0085, form feeds and other separators inside a sentence); no empty last line."""
+    lines = text.split("\n")
+    return [line.removesuffix("\r") for line in (lines[:-1] if lines[-1] == "" else lines)]
+
+
 def rows(text: str, fmt: str) -> list[tuple[int, list[str]]]:
     """(line number, fields) of each line of a table; a CSV's quoted fields may hold commas and line breaks."""
     if fmt != "csv":
-        return [(number, line.split("\t")) for number, line in enumerate(text.splitlines(), 1)]
+        return [(number, line.split("\t")) for number, line in enumerate(records(text), 1)]
     reader = csv.reader(io.StringIO(text))
     return [(reader.line_num, fields) for fields in reader]
 
@@ -173,8 +180,8 @@ def table_pairs(text: str, fmt: str, pair: LanguagePair, where: str, columns: Se
     report, pairs = ParseReport(fmt, layout.describe(where, fmt)), []
     for number, fields in table[layout.header:]:
         if not any(f.strip() for f in fields):
-            report.count("empty_side", number, strict, where)
-        elif len(fields) not in layout.sizes:
+            continue  # a blank line holds no pair: nothing is lost
+        if len(fields) not in layout.sizes:
             kind = "too_few_fields" if len(fields) < min(layout.sizes) else "too_many_fields"
             report.count(kind, number, strict, where)
         else:
@@ -207,7 +214,7 @@ def clean_pairs(raw: Iterable[tuple[str, str]], fmt: str, reading: str) -> tuple
 def aligned_pairs(prefix: Path, pair: LanguagePair, encoding: str | None = None) -> tuple[Pairs, ParseReport]:
     """Line i of one file with line i of the other; files of different lengths are refused."""
     source_file, target_file = aligned_files(prefix, pair)
-    sources, targets = (decoded(f.read_bytes(), str(f), encoding).splitlines() for f in (source_file, target_file))
+    sources, targets = (records(decoded(f.read_bytes(), str(f), encoding)) for f in (source_file, target_file))
     if len(sources) != len(targets):
         longer = source_file if len(sources) > len(targets) else target_file
         raise CorpusError(f"{source_file.name} has {len(sources)} lines and {target_file.name} {len(targets)}: "

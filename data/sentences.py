@@ -31,8 +31,11 @@ LIST_MARKER = re.compile(r"\s*(?:[-*•‣◦▪–—>]|#{1,6}|\(?\d{1,3}[.)]|\
 LABEL = re.compile(r"([^\W\d_][\w'’-]*(?: [\w'’-]+){0,2})(:\s+)(?=[\"'“‘«„]?[¿¡]?([^\W\d_]))")
 QUOTES = {'"': '"', "“": "”", "„": "“", "«": "»", "‘": "’", "'": "'"}  # opening: closing
 INNER_BREAK = re.compile(r"\s*[;:,]\s+|\s+[-–—]\s+")  # where an over-long sentence may be cut
-ENDS_A_SENTENCE = ".!?…。！？"
-UNSPACED_TARGETS = frozenset({"ja", "zh", "th", "lo", "km", "my"})  # written without spaces between sentences
+ENDS_A_SENTENCE = ".!?…。！？।॥։။។؟۔"  # Latin, CJK, Devanagari, Armenian, Burmese, Khmer, Arabic, Urdu
+CLOSERS = "\"'”’»)]」』"  # after a sentence's stop: "Wait here." (Stop.)
+# Written without spaces between sentences. (Thai, Lao, Khmer and Burmese write no spaces between words, but
+# one between sentences: Thai has no full stop.)
+UNSPACED_TARGETS = frozenset({"ja", "zh"})
 
 T = TypeVar("T")
 
@@ -126,7 +129,8 @@ class LineSplitter:
                 placed.append((len(line), ended_as(piece.text, restyled(next(translations), piece.style,
                                                                         self.target_lang))))
                 line += placed[-1][1]
-            elif not (unspaced and last_translated and piece.text.isspace()):  # else the next follows at once
+            elif not (unspaced and last_translated and piece.text.isspace() and "\t" not in piece.text):
+                # (else the next sentence follows at once; a tab between cells stays)
                 line += piece.text
             last_translated = piece.translated
         return (line.rstrip() if unspaced else line), placed
@@ -135,7 +139,7 @@ class LineSplitter:
 def ended_as(source: str, translation: str) -> str:
     """A translation of a piece with no closing punctuation (a heading, a label, a cut part) loses the full
     stop the model, trained on whole sentences, puts at its end."""
-    if source.rstrip()[-1:] not in ENDS_A_SENTENCE and translation.endswith((".", "。")) \
+    if source.rstrip().rstrip(CLOSERS)[-1:] not in ENDS_A_SENTENCE and translation.endswith((".", "。")) \
             and not translation.endswith(".."):
         return translation[:-1]
     return translation

@@ -21,6 +21,8 @@ from collections import defaultdict
 import pyarrow as pa
 from datasets import Dataset, DatasetDict
 
+from data.corpus import CorpusError
+
 
 def group_key(source: str) -> str:
     """Normalization that decides leakage: 'Go!' and 'go.' are the same sentence."""
@@ -71,6 +73,11 @@ def split_pairs(
         assigned[split].append(key)
         if split != "train":
             filled[split] += len(groups[key])
+    if pairs and not assigned["train"]:
+        raise CorpusError(f"{len(pairs)} pairs ({len(groups)} distinct source sentences) are too few to split: "
+                          f"validation ({val_fraction:g}) and test ({test_fraction:g}) each take at least one source "
+                          f"sentence with all its translations, and training needs the rest: give at least "
+                          f"{1 + (val_fraction > 0) + (test_fraction > 0)} distinct sentences, many more to learn")
 
     def rows(split: str, grouped: bool) -> dict[str, list]:
         src, tgt, refs = [], [], []

@@ -213,7 +213,8 @@ async def translate(request: TranslateRequest, http: Request) -> TranslateRespon
     results = await run_on_model(http, request.lines, config, costs, deadline)
     reply = TranslateResponse(translations=[t.text for t in results], cut=[i for i, t in enumerate(results) if t.cut],
                               confidence=[translator.confidence_record(t) for t in results])
-    first = next((i for i, line in enumerate(request.lines) if line.strip()), None)
+    # The first line with a sentence translated, decided once from what was translated ("- " or "\a" has none).
+    first = next((i for i, translation in enumerate(results) if translation.sentences), None)
     if first is not None and request.attention:
         call = lambda: attention_data(translator, results[first])  # noqa: E731
         reply.attention = await run_on_model(http, [], config, [tokens[first]], deadline, call)

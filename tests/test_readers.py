@@ -100,7 +100,7 @@ def test_messy_file_loads_with_right_counts_and_report(tmp_path, caplog):
         "Hi.\tHola.\tCC-BY 2.0 (France) Attribution: tatoeba.org #538123 (CM)",  # 3 columns
         "no tab at all",  # too few fields
         "a\tb\tc\td",  # too many: 4 columns
-        "",  # empty
+        "",  # a blank line: no pair, nothing lost, nothing said
         "Empty spanish.\t   ",  # empty side
         f"He is here.\t{decomposed}",
         "  Spaces around.  \t  Espacios.  ",
@@ -111,14 +111,26 @@ def test_messy_file_loads_with_right_counts_and_report(tmp_path, caplog):
         pairs, report = read_pairs(path, ES)
     assert pairs == [("Go.", "Ve."), ("Hi.", "Hola."), ("He is here.", "Él está aquí."),
                      ("Spaces around.", "Espacios.")]
-    assert report.bad == {"too_few_fields": 1, "too_many_fields": 1, "empty_side": 2}
-    assert report.first_lines == {"too_few_fields": [3], "too_many_fields": [4], "empty_side": [5, 6]}
-    assert report.renormalized >= 1 and report.kept + report.skipped == len(lines)
+    assert report.bad == {"too_few_fields": 1, "too_many_fields": 1, "empty_side": 1}
+    assert report.first_lines == {"too_few_fields": [3], "too_many_fields": [4], "empty_side": [6]}
+    assert report.renormalized >= 1 and report.kept + report.skipped == len(lines) - 1
     assert report.reading == "spa.txt as tatoeba: column 1 'en' → column 2 'es'"
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert warnings == ["spa.txt: 4 pairs kept, 4 lines skipped, 1 re-normalized to NFC; 1 with fewer fields than "
+    assert warnings == ["spa.txt: 4 pairs kept, 3 lines skipped, 1 re-normalized to NFC; 1 with fewer fields than "
                         "columns (line 3); 1 with more fields than columns (a tab or comma inside a field?) (line 4); "
-                        "2 with an empty source or target (lines 5, 6)"]  # said once, with the lines
+                        "1 with an empty source or target (line 6)"]  # said once, with the lines
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u0085", "\x0b", "\x0c", "\x1c", "\x1e"])
+def test_only_a_newline_ends_a_record_and_blank_lines_never_stop_a_strict_read(tmp_path, separator):
+    path = tmp_path / "pairs.tsv"
+    path.write_text(f"en\tes\nhello.{separator}She said\tHola.{separator}Dijo\nGo.\tVe.\r\n\n\n", encoding="utf-8")
+    pairs, report = read_pairs(path, ES, strict=True)
+    assert pairs == [(f"hello.{separator}She said".strip(), f"Hola.{separator}Dijo".strip()), ("Go.", "Ve.")]
+    aligned = tmp_path / "corpus"
+    (tmp_path / "corpus.en").write_text(f"one{separator}two\nthree\n", encoding="utf-8")
+    (tmp_path / "corpus.es").write_text("uno dos\ntres\n", encoding="utf-8")
+    assert read_pairs(aligned, ES)[0] == [(f"one{separator}two", "uno dos"), ("three", "tres")]
 
 
 def test_a_file_that_is_not_utf8_is_refused_at_its_byte_unless_its_encoding_is_named(tmp_path):

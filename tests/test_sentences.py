@@ -54,6 +54,11 @@ def test_targets_without_spaces_join_sentences_without_them_and_spaced_targets_g
     to_english = LineSplitter("ja", "en")
     assert to_english.join(to_english.pieces("私は学生です。あなたは？"), ["I am a student.", "And you?"]) == \
         "I am a student. And you?"
+    row = to_japanese.pieces("I am here.\tYou are there.")  # a table row keeps its cells
+    assert to_japanese.join(row, ["私です。", "あなたです。"]) == "私です。\tあなたです。"
+    to_thai = LineSplitter("en", "th")  # no spaces between words, one between sentences (and no full stop)
+    assert to_thai.join(to_thai.pieces("I am here. You are there."), ["ฉันอยู่ที่นี่", "คุณอยู่ที่นั่น"]) == \
+        "ฉันอยู่ที่นี่ คุณอยู่ที่นั่น"
 
 
 def test_capitals_are_read_in_sentence_case_and_written_back():
@@ -78,6 +83,10 @@ def test_an_over_long_sentence_is_cut_at_inner_punctuation_into_pieces_that_fit(
 def test_a_piece_without_closing_punctuation_loses_the_models_full_stop():
     assert ended_as("Attention", "Atención.") == "Atención" and ended_as("Wait.", "Espera.") == "Espera."
     assert ended_as("Wait", "Espera...") == "Espera..." and ended_as("Where", "¿Dónde?") == "¿Dónde?"
+    for source in ("मैं यहाँ हूँ।", "Ես այստեղ եմ։", "ကျွန်တော် ဒီမှာ ရှိတယ်။", "ខ្ញុំនៅទីនេះ។", 'He said: "Wait here."',
+                   "(Stop.)", "「止まれ。」"):  # a stop of its script, or one before a closing quote or bracket
+        assert ended_as(source, "Estoy aquí.") == "Estoy aquí."
+    assert ended_as("Open (the file)", "Abra (el archivo).") == "Abra (el archivo)"
 
 
 def test_every_distinct_sentence_is_translated_once_in_one_call():

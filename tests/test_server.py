@@ -55,6 +55,16 @@ def test_each_line_comes_with_its_word_alignment_when_asked(client, translator):
     assert {t for _, t in expected[0].alignment} == set(range(1, len(expected[0].text.split())))  # all but "-"
 
 
+@pytest.mark.parametrize("nothing", ["- ", "1. ", "\u0007", "   "])
+def test_the_n_best_and_attention_are_of_the_first_line_with_a_sentence(client, nothing):
+    reply = client.post("/translate", json={"lines": [nothing], "n_best": True, "attention": True, "beam_size": 2})
+    assert reply.status_code == 200 and reply.json()["n_best"] is None and reply.json()["attention"] is None
+    reply = client.post("/translate", json={"lines": [nothing, "I like cats."], "n_best": True, "attention": True,
+                                            "beam_size": 2}).json()
+    assert reply["n_best"][0]["translation"] == reply["translations"][1]
+    assert reply["attention"]["title"] == f"I like cats. → {reply['translations'][1]}"
+
+
 def test_each_line_and_each_sentence_comes_with_its_confidence(client, translator):
     lines = ["Tom is very tall. It is late.", "I like cats."]
     line, single = client.post("/translate", json={"lines": lines, "beam_size": 1}).json()["confidence"]

@@ -2,6 +2,9 @@
 
 from collections import Counter, defaultdict
 
+import pytest
+
+from data.corpus import CorpusError
 from data.languages import LanguagePair
 from data.readers import read_pairs
 from data.splits import group_key, split_pairs
@@ -59,3 +62,10 @@ def test_the_reversed_corpus_splits_by_the_spanish_side_leak_free(corpus_path):
     for source, refs in zip(splits["test"]["src"], splits["test"]["refs"]):
         assert set(refs) == targets[source]  # all of a source's translations, and only those
     assert sum(len(refs) > 1 for refs in splits["test"]["refs"]) > 10  # alternatives kept together
+
+
+def test_a_corpus_too_small_for_its_splits_is_refused_in_one_line():
+    with pytest.raises(CorpusError, match=r"^2 pairs \(2 distinct source sentences\) are too few to split: .* give at "
+                                          r"least 3 distinct sentences"):
+        split_pairs([("Hello.", "Hola."), ("Go.", "Ve.")])
+    assert len(split_pairs([("Hello.", "Hola."), ("Go.", "Ve."), ("Run.", "Corre.")])["train"]) == 1
