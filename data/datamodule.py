@@ -23,7 +23,7 @@ from torch.utils.data import DataLoader
 
 from data.cache import prepare_cache, read_alignments, read_report, tokenized_splits
 from data.coverage import coverage_line
-from data.corpus import DEFAULT_CACHE, corpus_files, locate_corpus
+from data.corpus import DEFAULT_CACHE, CorpusError, corpus_files, locate_corpus
 from data.languages import LanguagePair, pair_problems
 from data.readers import ParseReport, hub_pairs, read_pairs, reading_problems
 from data.device_batches import DeviceBatches
@@ -208,7 +208,14 @@ class TranslationDataModule(L.LightningDataModule):
             return
         (src_ids, tgt_ids), (original_src, original_tgt) = self._ids["train"], self.original._ids["train"]
         new_rows, original_rows = self._train_rows, self.original._train_rows
+        if not new_rows:
+            raise CorpusError(f"the new corpus has no training pair within data.max_sentence_len={hp.max_sentence_len} "
+                              f"tokens: nothing to fine-tune on")
         repeats = max(1, round(len(original_rows) / (hp.replay * len(new_rows))))
+        if len(original_rows) < 0.9 * hp.replay * len(new_rows):  # the new pairs cannot be seen fewer than once
+            log.warning("data.replay=%s asks for %g original pairs per new one, but the original corpus has %d for "
+                        "the %d new training pairs: %.2f each (raise data.original.limit_pairs for more)", hp.replay,
+                        hp.replay, len(original_rows), len(new_rows), len(original_rows) / len(new_rows))
         self._ids["train"] = (src_ids + original_src, tgt_ids + original_tgt)
         self._alignments = self._alignments + self.original._alignments
         self._train_rows = new_rows * repeats + [len(src_ids) + row for row in original_rows]

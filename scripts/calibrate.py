@@ -51,14 +51,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.sentences < 1 or (args.test_sentences is not None and args.test_sentences < 1):
         parser.error("--sentences and --test-sentences must be at least 1")
     try:
-        translator = Translator.load(args.run, args.device, args.engine)
+        translator = Translator.load(args.run, args.device, args.engine, calibrated=False)  # a broken one too
     except (RunLoadError, ValueError) as error:
         parser.exit(2, f"calibrate.py: {error}\n")
     folder = translator.files.folder
     if not (folder / "config.yaml").is_file():
         parser.exit(2, f"calibrate.py: {folder} holds no config.yaml: its splits cannot be rebuilt\n")
     validation, test, references = run_splits(folder)
-    translator.calibration = None
     sentences = [s for t in translator.translate(validation[: args.sentences]) for s in t.sentences]
     if not sentences or any(s.confidence.score is None for s in sentences):
         parser.exit(2, f"calibrate.py: no validation sentences, or engine={args.engine} gives no scores\n")

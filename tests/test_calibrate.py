@@ -7,17 +7,24 @@ from dataclasses import asdict
 import pytest
 
 from calibrate import main
+from model.inference.run_folder import RunLoadError
 from model.inference.translator import Translator
 
 
-def test_a_run_without_marks_gets_them_from_its_validation_split(smoke_run, tmp_path, capsys):
+@pytest.mark.parametrize("before", ["none", "broken"])
+def test_a_run_without_marks_gets_them_from_its_validation_split(smoke_run, tmp_path, capsys, before):
     run = tmp_path / "run"  # a copy: the shared run stays as it is
     shutil.copytree(smoke_run, run, ignore=shutil.ignore_patterns("ctranslate2*", "wandb", "attention"))
-    (run / "confidence.json").unlink()
     metrics = json.loads((run / "test_metrics.json").read_text())
     del metrics["confidence"]
     (run / "test_metrics.json").write_text(json.dumps(metrics))
-    assert Translator.load(run).calibration is None  # scores without marks
+    if before == "none":
+        (run / "confidence.json").unlink()
+        assert Translator.load(run).calibration is None  # scores without marks
+    else:  # a file cut short: every entry refuses it and says how to write it again, which repairs it
+        (run / "confidence.json").write_text('{"check_below": -1.2, "wrong_')
+        with pytest.raises(RunLoadError, match=r"unreadable calibration .*python scripts/calibrate.py"):
+            Translator.load(run)
     assert main([str(run), "--sentences", "40", "--test-sentences", "30"]) == 0
     calibration = json.loads((run / "confidence.json").read_text())
     assert calibration["check_below"] >= calibration["wrong_below"] and calibration["beam_size"] == 2

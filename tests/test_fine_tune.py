@@ -13,6 +13,7 @@ import torch
 from hydra.utils import instantiate
 
 import fine_tune
+from data.corpus import CorpusError
 from fine_tune import starting_run
 from helpers import NO_VIEWS, compose_train, final_step
 from model.inference.model_card import model_card
@@ -106,3 +107,23 @@ def test_a_stopped_fine_tune_resumes_as_itself_and_scores_both_corpora(smoke_run
     translator = Translator.load(run_dir, device="cpu")
     card = model_card(translator.model, translator.settings, translator.files.checkpoint, tmp_path)
     assert f"- fine-tuned from `{smoke_run}`" in card
+
+
+def test_replay_says_when_the_original_is_too_small_for_its_ratio_and_refuses_no_new_pairs(
+        smoke_run, data_cache, tmp_path, caplog):
+    corpus = tmp_path / "doctors.tsv"
+    corpus.write_text("en\tes\n" + "".join(f"The doctor {i} is here.\tEl médico {i} está aquí.\n" for i in range(300)),
+                      encoding="utf-8")
+    settings = ("experiment=finetune", f"init_from={smoke_run}", f"data.corpus_path={corpus}",
+                f"data.cache_dir={data_cache}", "data.on_device=false")
+    cfg = compose_train(*settings)
+    starting_run(cfg)
+    cfg.data.original.limit_pairs = 100  # (starting_run sets 3000)
+    datamodule = instantiate(cfg.data, _convert_="all")
+    with caplog.at_level(logging.WARNING):
+        datamodule.setup()  # 240 new training pairs, about 80 original: 0.33 each, not 1
+    assert "data.replay=1.0 asks for 1 original pairs per new one, but the original corpus has" in caplog.text
+    cfg = compose_train(*settings, "data.max_sentence_len=3")  # every new pair longer than that
+    starting_run(cfg)
+    with pytest.raises(CorpusError, match=r"^the new corpus has no training pair within data.max_sentence_len=3 "):
+        instantiate(cfg.data, _convert_="all").setup()

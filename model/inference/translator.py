@@ -103,10 +103,11 @@ class Translator:
 
     @classmethod
     def load(cls, run: str | Path, device: str = "auto", engine: str = "ours", compute_type: str = "default",
-             overrides: dict | None = None) -> "Translator":
+             overrides: dict | None = None, calibrated: bool = True) -> "Translator":
         """A run folder (its final, else best, else last checkpoint), one of its ``.ckpt`` files, or (for
         ``engine="ctranslate2"``) a folder exported from one; searched by ``engine`` (``ENGINES``). The
-        checkpoint is read once. ``overrides``: settings instead of the run's own (``overridden``)."""
+        checkpoint is read once. ``overrides``: settings instead of the run's own (``overridden``);
+        ``calibrated=False``: its ``confidence.json`` left unread (what ``scripts/calibrate.py`` writes again)."""
         check_engine(engine)
         run, exported = Path(run), None
         if engine == "ctranslate2":
@@ -129,7 +130,8 @@ class Translator:
             backend = CTranslate2Search.of_run(model, tokenizer, files, exported, target, compute_type, aligned)
         else:  # transformers: generate() on <run>/transformers
             backend = TransformersSearch.of_run(model, tokenizer, files, settings, None, target)
-        return cls(model, tokenizer, target, backend, settings, files, read_calibration(files.folder), aligned=aligned)
+        calibration = read_calibration(files.folder) if calibrated else None
+        return cls(model, tokenizer, target, backend, settings, files, calibration, aligned=aligned)
 
     @property
     def max_source_tokens(self) -> int:
