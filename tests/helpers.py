@@ -27,6 +27,18 @@ def tiny_model(vocab: int = 20, seed: int = 0, **overrides) -> Seq2SeqTransforme
     return Seq2SeqTransformer(vocab, vocab, **(shape | overrides)).eval()
 
 
+NAMES = ["Tom", "Mary", "Ken", "Lucy", "Anna", "Paul"]
+
+
+def tokenizer_with_slots():
+    """A small joint BPE with copy slots, trained on sentences about six names (``<name1>`` … for any other)."""
+    from data.tokenizer import TranslationTokenizer
+
+    pairs = [(f"{name} sees the {thing}.", f"{name} ve la {cosa}.") for name in NAMES
+             for thing, cosa in [("house", "casa"), ("dog", "perra"), ("station", "estación")]] * 5
+    return TranslationTokenizer.train(pairs, vocab_size=300, copy_slots=True)
+
+
 def compose_train(*overrides: str) -> DictConfig:
     """The config ``python train.py OVERRIDES`` would get (without Hydra's own node)."""
     with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):

@@ -5,18 +5,9 @@ import torch
 
 from data.gold_alignments import GoldPair
 from data.languages import LanguagePair
-from data.tokenizer import TranslationTokenizer
-from helpers import tiny_model
+from helpers import tiny_model, tokenizer_with_slots
 from model.training.alignment_report import alignment_report, alignment_scores, cross_attention, pieces_and_words
 from model.transformer import AttentionMaps
-
-NAMES = ["Tom", "Mary", "Ken", "Lucy", "Anna", "Paul"]
-
-
-def tokenizer_with_slots() -> TranslationTokenizer:
-    pairs = [(f"{name} sees the {thing}.", f"{name} ve la {cosa}.") for name in NAMES
-             for thing, cosa in [("house", "casa"), ("dog", "perra"), ("station", "estación")]] * 5
-    return TranslationTokenizer.train(pairs, vocab_size=300, copy_slots=True)
 
 
 def test_every_bpe_piece_belongs_to_the_word_it_spells():

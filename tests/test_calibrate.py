@@ -11,20 +11,17 @@ from model.inference.run_folder import RunLoadError
 from model.inference.translator import Translator
 
 
-@pytest.mark.parametrize("before", ["none", "broken"])
-def test_a_run_without_marks_gets_them_from_its_validation_split(smoke_run, tmp_path, capsys, before):
+def test_a_run_without_marks_or_with_broken_ones_gets_them_from_its_validation_split(smoke_run, tmp_path, capsys):
     run = tmp_path / "run"  # a copy: the shared run stays as it is
     shutil.copytree(smoke_run, run, ignore=shutil.ignore_patterns("ctranslate2*", "wandb", "attention"))
     metrics = json.loads((run / "test_metrics.json").read_text())
     del metrics["confidence"]
     (run / "test_metrics.json").write_text(json.dumps(metrics))
-    if before == "none":
-        (run / "confidence.json").unlink()
-        assert Translator.load(run).calibration is None  # scores without marks
-    else:  # a file cut short: every entry refuses it and says how to write it again, which repairs it
-        (run / "confidence.json").write_text('{"check_below": -1.2, "wrong_')
-        with pytest.raises(RunLoadError, match=r"unreadable calibration .*python scripts/calibrate.py"):
-            Translator.load(run)
+    (run / "confidence.json").unlink()
+    assert Translator.load(run).calibration is None  # a run from before: scores without marks
+    (run / "confidence.json").write_text('{"check_below": -1.2, "wrong_')  # a file cut short: every entry refuses
+    with pytest.raises(RunLoadError, match=r"unreadable calibration .*python scripts/calibrate.py"):  # and says
+        Translator.load(run)  # how to write it again, which repairs it
     assert main([str(run), "--sentences", "40", "--test-sentences", "30"]) == 0
     calibration = json.loads((run / "confidence.json").read_text())
     assert calibration["check_below"] >= calibration["wrong_below"] and calibration["beam_size"] == 2

@@ -214,7 +214,7 @@ def test_one_run_folder_one_writer(tmp_path, data_cache):
     ("+trainer.max_time=00:00:01:00", "trainer.max_time is not Lightning's here: set runtime.max_time"),
     ("data.target_lang=Dutch", "data.target_lang='Dutch' must be a language code such as en, es, nl"),
     ("data.source_lang=es", "data.source_lang and data.target_lang are both 'es'"),
-    ("data.corpus_format=xlsx", "data.corpus_format='xlsx' must be one of auto, tatoeba, tsv, csv, aligned, hub"),
+    ("data.corpus_format=xlsx", "data.corpus_format='xlsx' must be one of auto, tatoeba, tsv, csv, tmx, aligned, hub"),
     ("data.corpus_format=hub", "data.corpus_format=hub goes with data.hub_path"),
     ("data.columns=en", "data.columns='en' must list the file's columns in order"),
     ("data.encoding=klingon", "data.encoding='klingon' is not an encoding Python knows"),

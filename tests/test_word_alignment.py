@@ -4,18 +4,9 @@
 import torch
 
 from data.sentences import LineSplitter, translated_at
-from data.tokenizer import TranslationTokenizer
-from helpers import tiny_model
+from helpers import tiny_model, tokenizer_with_slots
 from model.inference.word_alignment import line_alignment, pharaoh, piece_words, sentence_links
 from model.transformer import AttentionMaps
-
-NAMES = ["Tom", "Mary", "Ken", "Lucy", "Anna", "Paul"]
-
-
-def tokenizer_with_slots() -> TranslationTokenizer:
-    pairs = [(f"{name} sees the {thing}.", f"{name} ve la {cosa}.") for name in NAMES
-             for thing, cosa in [("house", "casa"), ("dog", "perra"), ("station", "estación")]] * 5
-    return TranslationTokenizer.train(pairs, vocab_size=300, copy_slots=True)
 
 
 def test_each_piece_belongs_to_the_word_it_spells_and_a_name_is_one_slot():
