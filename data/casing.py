@@ -22,7 +22,9 @@ from data.entities import WORD, cased
 CAPS, TITLE = "caps", "title"
 # Words a Title Case heading may leave in lower case ("Gone with the Wind"), and English titles do.
 SMALL_WORDS = frozenset("a an and as at but by for from in into nor of on or over the to up with".split())
-TITLE_CASE_TARGETS = frozenset({"en"})  # target languages whose headings are in Title Case
+# Languages whose headings are in Title Case: only there is a line of capitalized words read as one (German
+# capitalizes every noun, "Guten Morgen."; Spanish and French headings are in sentence case).
+TITLE_CASE_LANGUAGES = frozenset({"en"})
 
 
 class Vocabulary(Protocol):
@@ -33,15 +35,17 @@ class Vocabulary(Protocol):
     def knows(self, word: str) -> bool: ...  # held at all, in any case
 
 
-def style(sentence: str) -> str | None:
+def style(sentence: str, language: str = "en") -> str | None:
     """``CAPS`` for a sentence in capitals (two words or more: "USA" alone is an acronym), ``TITLE`` for
-    one whose every word after the first is capitalized (but small words), else None."""
+    one of a ``language`` that writes headings in Title Case whose every word after the first is capitalized (but
+    small words), else None."""
     initials = [piece[i] for piece in sentence.split() for i in [_first_letter(piece)] if i is not None]
     initials = [(letter, piece) for letter, piece in zip(initials, _lettered(sentence)) if cased(letter)]
     if not any(c.islower() for c in sentence if cased(c)):
         return CAPS if sum(sum(map(str.isalpha, piece)) > 1 for _, piece in initials) >= 2 else None
     later = [letter for letter, piece in initials[1:] if letter.isupper() or _bare(piece) not in SMALL_WORDS]
-    return TITLE if later and all(letter.isupper() for letter in later) else None
+    titled = language in TITLE_CASE_LANGUAGES and later and all(letter.isupper() for letter in later)
+    return TITLE if titled else None
 
 
 def _first_letter(piece: str) -> int | None:
@@ -88,7 +92,7 @@ def restyled(translation: str, sentence_style: str | None, target_lang: str) -> 
     """A translation of a sentence-cased sentence, in the style its source had, as the target writes it."""
     if sentence_style == CAPS:
         return translation.upper()
-    if sentence_style == TITLE and target_lang in TITLE_CASE_TARGETS:
+    if sentence_style == TITLE and target_lang in TITLE_CASE_LANGUAGES:
         return title_cased(translation, keep_small=True)
     return translation
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from data.languages import word_count
+
 
 def pieces_per_word(texts: Sequence[str], ids: Sequence[Sequence[int]], extra: int = 0) -> float:
-    """Tokens per whitespace-separated word of ``texts`` (``extra``: tokens each ``ids`` row holds besides the
-    text's, e.g. 1 for a source's EOS)."""
-    words = sum(len(text.split()) for text in texts)
+    """Tokens per word of ``texts`` (``word_count``: a character of Chinese or Thai is one; ``extra``: tokens each
+    ``ids`` row holds besides the text's, e.g. 1 for a source's EOS)."""
+    words = sum(map(word_count, texts))
     return sum(len(row) - extra for row in ids) / max(words, 1)
 
 

@@ -37,6 +37,16 @@ THREE_LETTER = {
     "pt": "por", "ro": "ron", "ru": "rus", "sk": "slk", "sl": "slv", "sr": "srp", "sv": "swe", "th": "tha",
     "tr": "tur", "uk": "ukr", "vi": "vie", "zh": "cmn",
 }
+# Scripts written without spaces between words (Thai, Lao, Burmese, Khmer, kana, CJK ideographs): there a word is
+# no whitespace-separated piece, and a character stands for about one.
+UNSPACED_SCRIPT = re.compile(r"[\u0E00-\u0EFF\u1000-\u109F\u1780-\u17FF\u3040-\u30FF\u3400-\u4DBF\u4E00-\u9FFF\uF900-\uFAFF]")
+
+
+def word_count(text: str) -> int:
+    """Words of ``text``: its whitespace-separated pieces, each character of a script without spaces one."""
+    return sum(max(len(UNSPACED_SCRIPT.findall(piece)), 1) for piece in text.split())
+
+
 CODE = re.compile(r"[a-z]{2,3}")  # ISO 639-1, or 639-3 for a language without a two-letter code
 # sacreBLEU's tokenizer for a language written without spaces between words; 13a for the rest. A MeCab
 # tokenizer needs its package (sacrebleu[ja] / [ko]); without it, characters stand in for Japanese words.

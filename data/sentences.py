@@ -93,21 +93,25 @@ class LineSplitter:
         return self._fitted(text)
 
     def _sentence(self, text: str) -> Piece:
-        kind = style(text)
+        kind = style(text, self.source_lang)
         return Piece(text, True, kind, sentence_cased(text, self.vocabulary) if kind else text)
 
     def _fitted(self, text: str) -> list[Piece]:
-        """``text`` as one sentence, or cut at inner punctuation into pieces that each fit, as few as can."""
-        if not text or self.fits(text):
+        """``text`` as one sentence, or cut at inner punctuation into pieces that each fit, as few as can (measured
+        as the model reads them: a line in capitals, in sentence case)."""
+        if not text or self._fits(text):
             return [self._sentence(text)] if text else []
         cuts = [(m.start(), m.end()) for m in INNER_BREAK.finditer(text)]
         found, start = [], 0
         for n, (at, after) in enumerate(cuts):  # a cut is made where the next part would not fit
             following = cuts[n + 1][0] if n + 1 < len(cuts) else len(text)
-            if not self.fits(text[start:following]):
+            if not self._fits(text[start:following]):
                 found += [self._sentence(text[start:at]), Piece(text[at:after])]
                 start = after
         return found + [self._sentence(text[start:])]
+
+    def _fits(self, text: str) -> bool:
+        return self.fits(self._sentence(text).model_text)
 
     def sentence_count(self, line: str) -> int:
         """How many sentences the segmenter finds in ``line`` (microseconds: a server asks for every request)."""

@@ -22,6 +22,7 @@ import pyarrow as pa
 from datasets import Dataset, DatasetDict
 
 from data.corpus import CorpusError
+from data.languages import UNSPACED_SCRIPT
 
 
 def group_key(source: str) -> str:
@@ -30,8 +31,10 @@ def group_key(source: str) -> str:
 
 
 def word_pattern(words: list[str]) -> re.Pattern:
-    """Any of ``words``, whole and in any case: a topic (``data.exclude_words``, ``scripts/topic_slice.py``)."""
-    return re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b", re.IGNORECASE)
+    """Any of ``words``, whole and in any case: a topic (``data.exclude_words``, ``scripts/topic_slice.py``). A word
+    of a script without spaces (医生, หมอ) is found inside its text, where no word boundary marks it."""
+    alternatives = [re.escape(word) if UNSPACED_SCRIPT.search(word) else rf"\b{re.escape(word)}\b" for word in words]
+    return re.compile("|".join(alternatives), re.IGNORECASE)
 
 
 def dataset(columns: dict[str, list]) -> Dataset:

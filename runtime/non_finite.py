@@ -1,5 +1,6 @@
-"""No update from a NaN or inf loss or gradient, decided on the device: reading the loss back would wait for the step.
-A fused optimizer skips via ``found_inf``; a bad loss stops the run at the next check (updates until then: unsaved)."""
+"""A NaN or inf loss or gradient, decided on the device: reading the loss back would wait for the step. A fused
+optimizer (the GPU recipe's AdamW) skips that update via ``found_inf``; any other takes it, and its weights are
+never saved: the bad loss stops the run at the next check, before a checkpoint is written."""
 
 from __future__ import annotations
 

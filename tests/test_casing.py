@@ -49,3 +49,12 @@ def test_the_translation_gets_the_style_back_as_the_target_writes_it():
 def test_title_case_capitalizes_every_word_as_a_heading_writes_it():
     assert title_cased("don't tell ¿dónde está? the end.") == "Don't Tell ¿Dónde Está? The End."
     assert title_cased("  two  spaces stay") == "  Two  Spaces Stay"
+
+
+def test_title_case_is_read_only_in_a_language_that_writes_headings_so():
+    assert style("Guten Morgen.", "de") is None and style("Guten Morgen.", "en") == TITLE  # German capitalizes nouns
+    assert style("DO NOT ENTER.", "de") == CAPS  # capitals in every language
+    from data.sentences import LineSplitter
+
+    german = [piece.model_text for piece in LineSplitter("de", "en").pieces("Guten Morgen.") if piece.translated]
+    assert german == ["Guten Morgen."]

@@ -160,3 +160,13 @@ def test_the_coverage_line_counts_pieces_per_word_and_characters_never_seen():
     assert coverage_line(new, original) == (
         "tokenizer coverage of the new corpus: pieces per word src 2.00 (original 1.00), tgt 3.00 (original 1.00); "
         "2 characters the original never held: ß ø")
+
+
+def test_words_of_scripts_without_spaces_are_counted_and_found():
+    from data.coverage import pieces_per_word
+    from data.splits import word_pattern
+
+    assert pieces_per_word(["我是医生。", "I am a doctor."], [[1, 2, 3, 4, 5], [6, 7, 8, 9]]) == 9 / 8  # 4 + 4 words
+    topic = word_pattern(["医生", "หมอ", "doctor"])
+    assert topic.search("我是医生。") and topic.search("ฉันเป็นหมอ") and topic.search("The Doctor is in.")
+    assert not topic.search("a doctoral thesis")  # a word of a spaced script stays whole

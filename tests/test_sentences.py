@@ -104,3 +104,10 @@ def test_every_distinct_sentence_is_translated_once_in_one_call():
 def test_the_sentences_a_line_holds_are_counted_cheaply():
     splitter = LineSplitter("en", "es")
     assert [splitter.sentence_count(line) for line in ("Hi. Bye.  ", "", "Mr. Smith is here.", "a b c")] == [2, 0, 1, 1]
+
+
+def test_a_sentence_in_capitals_is_measured_as_the_model_reads_it():
+    # A model whose every capital costs a token: the sentence fits in sentence case, not as typed.
+    splitter = LineSplitter("en", "es", fits=lambda text: sum(map(str.isupper, text)) <= 2)
+    pieces = splitter.pieces("WE WENT HOME, ATE DINNER, AND SLEPT.")
+    assert [piece.model_text for piece in pieces if piece.translated] == ["We went home, ate dinner, and slept."]
