@@ -10,15 +10,16 @@ into sentences; a list marker (``-``, ``*``, ``•``, ``1.``, ``1)``, ``a)``, ``
 between sentences stay as they are, a label before a colon ("Attention:", "Note:") is translated on its
 own, a tab separates cells translated apart; a sentence longer than the model reads is cut at its inner
 punctuation (``;``, ``:``, ``,``, dashes) into pieces that fit. The translations are joined back with the
-line's own spacing (none between sentences for a target written without spaces: ja, zh, th), so a line
-gives one line. A sentence in capitals is read in sentence case (``data/casing.py``).
+line's own spacing (none between sentences for a target written without spaces: ja, zh), so a line
+gives one line. Thai and Lao, with no full stop, end a sentence with a space. A sentence in capitals is read in
+sentence case (``data/casing.py``).
 """
 
 from __future__ import annotations
 
 import re
 from itertools import accumulate
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -29,13 +30,14 @@ from data.casing import Vocabulary, restyled, sentence_cased, style
 LIST_MARKER = re.compile(r"\s*(?:[-*•‣◦▪–—>]|#{1,6}|\(?\d{1,3}[.)]|\(?[a-z][.)]|\([A-Z]\))\s+")
 # A label: up to three words at a sentence's start, a colon, then a capital (or a quote and a capital).
 LABEL = re.compile(r"([^\W\d_][\w'’-]*(?: [\w'’-]+){0,2})(:\s+)(?=[\"'“‘«„]?[¿¡]?([^\W\d_]))")
-QUOTES = {'"': '"', "“": "”", "„": "“", "«": "»", "‘": "’", "'": "'"}  # opening: closing
+QUOTES = {'"': '"', "“": "”", "„": "“", "«": "»", "‘": "’", "'": "'", "「": "」", "『": "』"}  # opening: closing
 INNER_BREAK = re.compile(r"\s*[;:,]\s+|\s+[-–—]\s+")  # where an over-long sentence may be cut
 ENDS_A_SENTENCE = ".!?…。！？।॥։။។؟۔"  # Latin, CJK, Devanagari, Armenian, Burmese, Khmer, Arabic, Urdu
 CLOSERS = "\"'”’»)]」』"  # after a sentence's stop: "Wait here." (Stop.)
 # Written without spaces between sentences. (Thai, Lao, Khmer and Burmese write no spaces between words, but
 # one between sentences: Thai has no full stop.)
 UNSPACED_TARGETS = frozenset({"ja", "zh"})
+SPACE_ENDS_A_SENTENCE = frozenset({"th", "lo"})  # no full stop: a space between words of the script ends one
 
 T = TypeVar("T")
 
@@ -71,7 +73,7 @@ class LineSplitter:
     def _cell(self, text: str) -> list[Piece]:
         lead = (LIST_MARKER.match(text) or re.match(r"\s*", text)).group()
         found = [Piece(lead)]
-        for sentence in segment(self.source_lang, text[len(lead) :]):
+        for sentence in self._segments(text[len(lead) :]):
             body = sentence.strip()
             if not body:
                 found.append(Piece(sentence))
@@ -115,7 +117,13 @@ class LineSplitter:
 
     def sentence_count(self, line: str) -> int:
         """How many sentences the segmenter finds in ``line`` (microseconds: a server asks for every request)."""
-        return sum(1 for sentence in segment(self.source_lang, line) if sentence.strip())
+        return sum(1 for sentence in self._segments(line) if sentence.strip())
+
+    def _segments(self, text: str) -> Iterator[str]:
+        """The segmenter's sentences of ``text`` (every character given back); in Thai and Lao, cut at spaces too."""
+        for sentence in segment(self.source_lang, text):
+            yield from re.split(r"(?<!\s)(?=\s+\S)", sentence) if self.source_lang in SPACE_ENDS_A_SENTENCE \
+                else [sentence]
 
     def join(self, pieces: list[Piece], translations: Iterable[str]) -> str:
         """The line again, each translated piece replaced by its translation (``translations`` in order), in
@@ -137,7 +145,7 @@ class LineSplitter:
                 # (else the next sentence follows at once; a tab between cells stays)
                 line += piece.text
             last_translated = piece.translated
-        return (line.rstrip() if unspaced else line), placed
+        return (re.sub(r"[^\S\t]+$", "", line) if unspaced else line), placed  # spaces after the last sentence
 
 
 def ended_as(source: str, translation: str) -> str:

@@ -35,12 +35,14 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Annotated
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi_offline import FastAPIOffline
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from starlette.exceptions import HTTPException
 
 from model.inference.translator import Translation, Translator
 from model.search import MAX_BEAM, SearchConfig
@@ -55,12 +57,17 @@ MAX_LINE_CHARS = 2000  # characters in one line: far more than a sentence, a bou
 PAGE = Path(__file__).with_name("page.html")
 
 
+# A beam width as JSON Schema has a whole number: 5 or 5.0 (what some clients send for one), not 5.5, "5" or true.
+BeamWidth = Annotated[int, Field(ge=1, le=MAX_BEAM), BeforeValidator(
+    lambda value: int(value) if isinstance(value, float) and value.is_integer() else value)]
+
+
 class TranslateRequest(BaseModel):
     """What ``POST /translate`` takes."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     lines: list[str] = Field(max_length=MAX_LINES, description=f"at most {MAX_LINES} lines")
-    beam_size: int | None = Field(None, ge=1, le=MAX_BEAM, description="1 = greedy; default: the run's")
+    beam_size: BeamWidth | None = Field(None, description="1 = greedy; default: the run's")
     attention: bool = Field(False, description="also the explorer's data for the first non-empty line's sentences")
     n_best: bool = Field(False, description="also every hypothesis of the beam for the first non-empty line's "
                                             "first sentence")
@@ -93,6 +100,19 @@ class TranslateResponse(BaseModel):
         "source word its cross-attention weighs most (where the decoder looked, not why)"))
 
 
+class ErrorReply(BaseModel):
+    """What every refusal answers: one line."""
+
+    error: str
+
+
+# Every status a request may get besides 200, as the API page lists them.
+REFUSALS = {400: "a body that is not JSON", 413: "more work than serve.max_work, or a line or body too long",
+            422: "a body the schema refuses", 499: "the client left before its answer",
+            503: "not answerable by its deadline at the measured rate (Retry-After), or stopping",
+            504: "not done by serve.deadline: its work dropped"}
+
+
 class Refused(Exception):
     """A request answered with an error status and one line."""
 
@@ -112,7 +132,9 @@ def create_app(translator: Translator, limits: Limits = Limits(), hosts: set[str
     app.state.batcher = Batcher(translator, limits)
     app.exception_handler(RequestValidationError)(one_line)
     app.exception_handler(Refused)(refused)
-    app.post("/translate", response_model=TranslateResponse)(translate)
+    app.exception_handler(HTTPException)(http_error)
+    app.post("/translate", response_model=TranslateResponse, responses={
+        status: {"model": ErrorReply, "description": why} for status, why in REFUSALS.items()})(translate)
     app.get("/", response_class=HTMLResponse, include_in_schema=False)(page)
     app.add_middleware(Guard, max_body=limits.max_body, read_time=limits.read_time, hosts=hosts,
                        full=app.state.batcher.full)
@@ -144,6 +166,11 @@ async def one_line(request: Request, error: RequestValidationError) -> JSONRespo
 
 async def refused(request: Request, error: Refused) -> JSONResponse:
     return JSONResponse({"error": str(error)}, status_code=error.status, headers=error.headers)
+
+
+async def http_error(request: Request, error: HTTPException) -> JSONResponse:
+    """Starlette's and FastAPI's own refusals (a body it cannot parse: 400; 404, 405) in the same one-line shape."""
+    return JSONResponse({"error": str(error.detail)}, status_code=error.status_code, headers=error.headers)
 
 
 async def answer(job: Job, http: Request, allowed: float):

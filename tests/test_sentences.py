@@ -1,8 +1,10 @@
 """data/sentences.py: a pasted line cut into sentences, labels and kept marks, and joined back into one line."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from data.sentences import LineSplitter, Piece, ended_as, translate_pieces
+from data.sentences import LIST_MARKER, LineSplitter, Piece, ended_as, translate_pieces
 from test_casing import Words
 
 LINES = ["Tom is here. He said: \"Wait here.\" Mr. Smith went to Washington.", "2. Attention: Keep your ticket.",
@@ -111,3 +113,48 @@ def test_a_sentence_in_capitals_is_measured_as_the_model_reads_it():
     splitter = LineSplitter("en", "es", fits=lambda text: sum(map(str.isupper, text)) <= 2)
     pieces = splitter.pieces("WE WENT HOME, ATE DINNER, AND SLEPT.")
     assert [piece.model_text for piece in pieces if piece.translated] == ["We went home, ate dinner, and slept."]
+
+
+LANGUAGES = ["en", "de", "fr", "es", "ja", "zh", "th", "hi", "ar", "ru"]
+LINE_TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n"), max_size=120)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(line=st.one_of(LINE_TEXT, st.lists(st.sampled_from(["- ", "1. ", "\t", "Note: ", "DO NOT ENTER. ", "“Go.” ",
+                                                            "Hola. ", "我是学生。", "ฉันอยู่ที่นี่ ", "  ", "a, b; c"]),
+                                          max_size=8).map("".join)),
+       source=st.sampled_from(LANGUAGES), target=st.sampled_from(LANGUAGES))
+def test_any_line_in_any_language_is_cut_into_pieces_that_join_back_with_its_structure(line, source, target):
+    splitter = LineSplitter(source, target, fits=lambda text: len(text) < 40)
+    pieces = splitter.pieces(line)
+    assert "".join(piece.text for piece in pieces) == line  # nothing lost or added
+    translations = [f"«{piece.model_text.strip()}»" for piece in pieces if piece.translated]
+    joined = splitter.join(pieces, translations)
+    assert "\n" not in joined and joined.count("\t") == line.count("\t")  # one line, every cell
+    marker = LIST_MARKER.match(line)
+    if marker and any(piece.translated for piece in pieces):
+        assert joined.startswith(marker.group())  # a list marker stays where it was
+
+
+@pytest.mark.parametrize("source, paragraph, row, item, quoted, shouted", [
+    ("de", "Ich bin hier. Du bist dort.", "Name:\tAlter", "- Milch kaufen.", "„Komm her.“", "NICHT EINTRETEN."),
+    ("fr", "Je suis ici. Tu es là.", "Nom\tÂge", "1. Acheter du lait.", "« Viens ici. »", "NE PAS ENTRER."),
+    ("ja", "私は学生です。あなたは？", "名前\t年齢", "- 牛乳を買う。", "「来てください。」", None),
+    ("th", "ฉันอยู่ที่นี่ คุณอยู่ที่นั่น", "ชื่อ\tอายุ", "- ซื้อนม", "“มาที่นี่”", None),
+    ("hi", "मैं यहाँ हूँ। तुम वहाँ हो।", "नाम\tआयु", "- दूध खरीदें।", "“यहाँ आओ।”", None),
+    ("ar", "أنا هنا. أنت هناك.", "الاسم\tالعمر", "- اشتر الحليب.", "«تعال هنا.»", None)])
+def test_pasted_text_in_several_scripts_keeps_its_structure(source, paragraph, row, item, quoted, shouted):
+    splitter = LineSplitter(source, "en")
+
+    def translated(line: str) -> tuple[list, str]:
+        pieces = splitter.pieces(line)
+        found = [piece for piece in pieces if piece.translated]
+        return found, splitter.join(pieces, [f"<{n}>" for n in range(len(found))])
+
+    assert len(translated(paragraph)[0]) == 2  # a paragraph: its sentences one by one
+    assert translated(row)[1] == "<0>\t<1>"  # a table row: its cells
+    assert translated(item)[1] == f"{LIST_MARKER.match(item).group()}<0>"  # a list item: its marker kept
+    assert translated(quoted)[1] == f"{quoted[0]}<0>{quoted[-1]}"  # a quote: translated inside its marks
+    if shouted:  # a line in capitals, where the script has them: read in sentence case, written back in capitals
+        pieces, joined = translated(shouted)
+        assert pieces[0].style == "caps" and pieces[0].model_text[1:].islower() and joined == "<0>".upper()
