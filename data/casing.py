@@ -34,15 +34,22 @@ class Vocabulary(Protocol):
 
     def knows(self, word: str) -> bool: ...  # held at all, in any case
 
+    def written_lower(self, word: str) -> bool: ...  # a word in capitals the text writes lowered: STOP, not USA
 
-def style(sentence: str, language: str = "en") -> str | None:
-    """``CAPS`` for a sentence in capitals (two words or more: "USA" alone is an acronym), ``TITLE`` for
-    one of a ``language`` that writes headings in Title Case whose every word after the first is capitalized (but
-    small words), else None."""
+
+def style(sentence: str, language: str = "en", vocabulary: Vocabulary | None = None) -> str | None:
+    """``CAPS`` for a sentence in capitals (two words or more, or one of four letters or more the ``vocabulary``
+    writes in lower case: "STOP!", not "USA"), ``TITLE`` for one of a ``language`` that writes headings in Title Case whose every word
+    after the first is capitalized (but small words), else None."""
     initials = [piece[i] for piece in sentence.split() for i in [_first_letter(piece)] if i is not None]
     initials = [(letter, piece) for letter, piece in zip(initials, _lettered(sentence)) if cased(letter)]
     if not any(c.islower() for c in sentence if cased(c)):
-        return CAPS if sum(sum(map(str.isalpha, piece)) > 1 for _, piece in initials) >= 2 else None
+        words = [piece for _, piece in initials if sum(map(str.isalpha, piece)) > 1]
+        # One word: a shout or a label ("STOP!", "WARNING:") where the text writes it lowered and it is no short
+        # acronym (USA, UN, TV: a joint vocabulary holds "usa" and "un" as Spanish words).
+        word = _bare(words[0]).upper() if len(words) == 1 else ""
+        shouted = len(word) >= 4 and vocabulary is not None and vocabulary.written_lower(word)
+        return CAPS if len(words) >= 2 or shouted else None
     later = [letter for letter, piece in initials[1:] if letter.isupper() or _bare(piece) not in SMALL_WORDS]
     titled = language in TITLE_CASE_LANGUAGES and later and all(letter.isupper() for letter in later)
     return TITLE if titled else None

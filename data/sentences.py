@@ -95,7 +95,7 @@ class LineSplitter:
         return self._fitted(text)
 
     def _sentence(self, text: str) -> Piece:
-        kind = style(text, self.source_lang)
+        kind = style(text, self.source_lang, self.vocabulary)
         return Piece(text, True, kind, sentence_cased(text, self.vocabulary) if kind else text)
 
     def _fitted(self, text: str) -> list[Piece]:

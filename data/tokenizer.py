@@ -149,6 +149,12 @@ class TranslationTokenizer:
         inside = self.slots is not None and word in (self.slots.translated_inside or ())
         return capitalized < lower or (capitalized == lower and inside and len(word) == 1)
 
+    def written_lower(self, word: str) -> bool:
+        """``word``, typed in capitals, is one the training text writes in lower case: the BPE spells it in fewer
+        pieces lowered (" STOP" against " stop"), where an acronym the text holds in capitals (" USA") is not."""
+        shouted, lower = (len(e.ids) for e in self.src.encode_batch([f" {word}", f" {word.lower()}"]))
+        return lower < shouted
+
     def knows(self, word: str) -> bool:
         """The training pairs hold ``word`` in any case (without copy slots: any word, as far as can be told)."""
         return self.slots.knows(word) if self.slots else True

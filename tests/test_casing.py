@@ -17,6 +17,9 @@ class Words:
     def knows(self, word: str) -> bool:
         return word.lower() in self.known
 
+    def written_lower(self, word: str) -> bool:
+        return word.lower() in self.known and word not in {"USA", "OK", "NATO"}
+
 
 @pytest.fixture(scope="module")
 def vocabulary() -> Words:
@@ -58,3 +61,16 @@ def test_title_case_is_read_only_in_a_language_that_writes_headings_so():
 
     german = [piece.model_text for piece in LineSplitter("de", "en").pieces("Guten Morgen.") if piece.translated]
     assert german == ["Guten Morgen."]
+
+
+def test_a_single_word_in_capitals_is_read_in_sentence_case_where_the_text_writes_it_lowered():
+    stop = Words(set(), {"stop", "warning", "usa", "ok", "nato"})
+    assert style("STOP!", "en", stop) == CAPS and style("WARNING", "en", stop) == CAPS  # a shout, a label
+    assert style("USA!", "en", stop) is None and style("OK.", "en", stop) is None  # short acronyms stay as typed
+    assert style("NATO", "en", stop) is None  # one the text holds in capitals (Words: not written lowered)
+    assert style("STOP!") is None  # without the run's text, a word in capitals may be an acronym
+    from data.sentences import LineSplitter
+
+    pieces = LineSplitter("en", "es", stop).pieces("WARNING: The floor is wet.")
+    assert [(piece.model_text, piece.style) for piece in pieces if piece.translated] == [
+        ("Warning", CAPS), ("The floor is wet.", None)]
