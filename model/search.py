@@ -69,33 +69,41 @@ class SentenceAttention:
 # Asked at every step of a search, when given: which source rows to keep searching (B,). A row not kept
 # ends there: its output is cut, the others are unchanged.
 KeepRows = Callable[[], list[bool]]
+# The cross-attention a search keeps for word alignments: None (none), "averaged" (every layer and head) or one
+# (decoder layer, head), from 0.
+Attending = tuple[int, int] | str | None
 
 
 @torch.no_grad()
 def search(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
            config: SearchConfig = SearchConfig(), keep_rows: KeepRows | None = None,
-           scores: bool = True) -> list[Output]:
+           scores: bool = True, attention: Attending = None) -> list[Output]:
     """Translate a right-padded batch src (B, S) by greedy or beam search.
 
     Returns per source row the output as produced: its ids up to and including the EOS when the
     search reached one, without padding (the tokenizer's decoding drops the EOS), their
     log-probabilities, read from the search itself, and the beam's other hypotheses (``scores=False``:
-    neither, a little faster). More than ``MAX_SEARCH_ROWS`` hypotheses are searched in parts of that many.
+    neither, a little faster); with ``attention``, the cross-attention each output id was chosen with.
+    More than ``MAX_SEARCH_ROWS`` hypotheses are searched in parts of that many.
     """
     part = max(1, MAX_SEARCH_ROWS // config.beam_size)  # source rows per part
     if src.size(0) > part:
         return [ids for start in range(0, src.size(0), part)
                 for ids in search(model, src[start : start + part], bos_id, eos_id, config,
-                                  keep_rows and (lambda start=start: keep_rows()[start : start + part]), scores)]
+                                  keep_rows and (lambda start=start: keep_rows()[start : start + part]), scores,
+                                  attention)]
     if config.beam_size == 1:
-        found = greedy_decode(model, src, bos_id, eos_id, config, keep_rows=keep_rows, token_scores=scores)
-        return produced(found.tokens, found.log_probs, eos_id, model.pad_id)
-    # Sentences end once their best is decided; with scores, the beam's others come along as alternatives.
-    beams = beam_hypotheses(model, src, bos_id, eos_id, config, True, keep_rows, scores)  # (B, k, T)
-    outputs = produced(beams.tokens[:, 0], beams.log_probs[:, 0], eos_id, model.pad_id)
-    if scores:
-        for output, others in zip(outputs, beams.tokens[:, 1 : 1 + MAX_ALTERNATIVES]):
+        found = greedy_decode(model, src, bos_id, eos_id, config, keep_rows=keep_rows, token_scores=scores,
+                              attention=attention)
+        outputs = produced(found.tokens, found.log_probs, eos_id, model.pad_id)
+    else:  # sentences end once their best is decided; with scores, the beam's others come along as alternatives
+        found = beam_hypotheses(model, src, bos_id, eos_id, config, True, keep_rows, scores, attention)  # (B, k, T)
+        outputs = produced(found.tokens[:, 0], found.log_probs[:, 0], eos_id, model.pad_id)
+        for output, others in zip(outputs, found.tokens[:, 1 : 1 + MAX_ALTERNATIVES] if scores else []):
             output.alternatives = produced_ids(others, eos_id, model.pad_id)
+        found = found._replace(attention=None if found.attention is None else found.attention[:, 0])
+    for output, rows in zip(outputs, found.attention if found.attention is not None else []):
+        output.attention = rows[: len(output.ids)].cpu()  # (ids, S)
     return outputs
 
 
@@ -131,7 +139,7 @@ def output_limits(src: Tensor, pad_id: int, config: SearchConfig, limit: int) ->
 @torch.no_grad()
 def greedy_decode(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
                   config: SearchConfig = SearchConfig(), use_cache: bool = True,
-                  keep_rows: KeepRows | None = None, token_scores: bool = True) -> Hypotheses:
+                  keep_rows: KeepRows | None = None, token_scores: bool = True, attention: Attending = None) -> Hypotheses:
     """src (B, S) -> tokens (B, T) without BOS, ending at EOS, then padded with ``pad_id``; their scores (B,)
     as a beam of one would rank them, and each token's log-probability (B, T), 0 at padding
     (``token_scores=False``: neither, (B,) zeros and (B, 0)).
@@ -144,10 +152,12 @@ def greedy_decode(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: i
     cache = model.new_cache() if use_cache else None
     tokens = torch.full((batch, 1), bos_id, dtype=torch.long, device=src.device)
     log_probs = torch.zeros(batch, 0, device=src.device)  # (B, steps so far)
+    rows = torch.zeros(batch, 0, src.size(1), device=src.device)  # (B, steps so far, S): with ``attention``
     finished = torch.zeros(batch, dtype=torch.bool, device=src.device)
     for step in range(int(limits.max())):
         step_input = tokens[:, -1:] if use_cache else tokens  # uncached: re-run the whole prefix
-        logits = model.decode(step_input, memory, src, cache)[:, -1].float()  # (B, vocab)
+        logits, looked = decode_step(model, step_input, memory, src, cache, attention)  # (B, vocab), (B, S)
+        rows = rows if looked is None else torch.cat([rows, looked[:, None]], dim=1)
         next_token = logits.argmax(dim=-1)
         if token_scores:  # its log-probability: its logit less the log of the softmax's denominator (no softmax kept)
             log_prob = logits.gather(1, next_token[:, None]).squeeze(1) - logits.logsumexp(dim=-1)
@@ -160,7 +170,17 @@ def greedy_decode(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: i
             break
     lengths = (tokens[:, 1:] != pad_id).sum(dim=1)  # the EOS counts, padding does not
     normalized = log_probs.sum(dim=1) / length_penalty_factor(lengths, config.length_penalty)
-    return Hypotheses(tokens[:, 1:], normalized, log_probs)
+    return Hypotheses(tokens[:, 1:], normalized, log_probs, None if attention is None else rows)
+
+
+def decode_step(model: Seq2SeqTransformer, step_input: Tensor, memory: Tensor, src: Tensor, cache,
+                attention: Attending) -> tuple[Tensor, Tensor | None]:
+    """The last position's logits (rows, vocab), in float32, and with ``attention`` its cross-attention (rows, S)."""
+    if attention is None:
+        return model.decode(step_input, memory, src, cache)[:, -1].float(), None
+    logits, weights = model.decode_attending(step_input, memory, src, cache, None if attention == "averaged"
+                                             else attention)
+    return logits[:, -1].float(), weights[:, -1].float()
 
 
 def length_penalty_factor(length: Tensor, alpha: float) -> Tensor:
@@ -181,13 +201,14 @@ def beam_search(
     """src (B, S) -> the best tokens (B, T) (as ``greedy_decode``), their normalized scores (B,), their
     tokens' log-probabilities (B, T)."""
     beams = beam_hypotheses(model, src, bos_id, eos_id, config, True, keep_rows, token_scores)
-    return Hypotheses(*(found[:, 0] for found in beams))
+    return Hypotheses(*(None if found is None else found[:, 0] for found in beams))
 
 
 @torch.no_grad()
 def beam_hypotheses(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
                     config: SearchConfig = SearchConfig(), best_only: bool = False,
-                    keep_rows: KeepRows | None = None, token_scores: bool = True) -> Hypotheses:
+                    keep_rows: KeepRows | None = None, token_scores: bool = True,
+                    attention: Attending = None) -> Hypotheses:
     """src (B, S) -> all ``beam_size`` hypotheses (B, k, T), best first, their normalized scores (B, k) and
     their tokens' log-probabilities (B, k, T) (``token_scores=False``: (B, k, 0), not kept).
 
@@ -212,10 +233,11 @@ def beam_hypotheses(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id:
     finished = torch.zeros(batch * k, dtype=torch.bool, device=device)
     lengths = torch.zeros(batch * k, device=device)
     log_probs = torch.zeros(batch * k, 0, device=device)  # (B·k, steps so far): each token's, 0 at padding
-    ended: list[tuple[Tensor, ...]] = []  # (sentences, tokens, scores, lengths, log_probs) as they end
+    rows = torch.zeros(batch * k, 0, src.size(1), device=device)  # (B·k, steps so far, S): with ``attention``
+    ended: list[tuple[Tensor, ...]] = []  # (sentences, tokens, scores, lengths, log_probs, rows) as they end
     for step in range(int(limits.max())):
         searched = scores.size(0)
-        logits = model.decode(tokens[:, -1:], memory, src, cache)[:, -1].float()  # (B·k, vocab)
+        logits, looked = decode_step(model, tokens[:, -1:], memory, src, cache, attention)  # (B·k, vocab), (B·k, S)
         # Score of every continuation: the hypothesis's score + the token's log-probability (in place: at
         # (B·k, vocab) every pass over memory counts). A finished hypothesis may only continue with PAD, at no cost.
         candidates = logits.log_softmax(dim=-1).add_(scores.view(-1, 1))
@@ -234,6 +256,8 @@ def beam_hypotheses(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id:
         tokens = torch.cat([tokens[origin], next_token[:, None]], dim=1)
         if token_scores:  # the new token's log-probability is what it added to its hypothesis's score (0: padding)
             log_probs = torch.cat([log_probs[origin], (scores.view(-1) - previous[origin])[:, None]], dim=1)
+        if looked is not None:  # where the row that chose each new token looked
+            rows = torch.cat([rows, looked[:, None]], dim=1)[origin]
         # Ended, or at its sentence's own length limit (hypotheses stay within their sentence's rows).
         finished = finished | (next_token == eos_id) | (limits.repeat_interleave(k) <= step + 1)
         done = finished.view(searched, k).all(dim=1)  # (B,): sentences whose k hypotheses all ended
@@ -244,16 +268,19 @@ def beam_hypotheses(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id:
         if not done.any():
             continue
         ended.append((sentence[done], tokens.view(searched, k, -1)[done], scores[done], lengths.view(searched, k)[done],
-                      log_probs.view(searched, k, -1)[done]))
+                      log_probs.view(searched, k, -1)[done], rows.view(searched, k, *rows.shape[1:])[done]))
         if done.all():
             break
         # The ended sentences leave the batch: the rest decode without them.
         kept = (~done).nonzero().squeeze(1)  # (B',)
-        rows = (kept[:, None] * k + torch.arange(k, device=device)).view(-1)  # (B'·k,)
-        cache.keep(rows, kept)
+        kept_rows = (kept[:, None] * k + torch.arange(k, device=device)).view(-1)  # (B'·k,)
+        cache.keep(kept_rows, kept)
         memory, src, limits, sentence, scores = memory[kept], src[kept], limits[kept], sentence[kept], scores[kept]
-        tokens, finished, lengths, log_probs = tokens[rows], finished[rows], lengths[rows], log_probs[rows]
-    return ranked_hypotheses(ended, batch, k, pad_id, config.length_penalty)
+        tokens, finished, lengths, log_probs = tokens[kept_rows], finished[kept_rows], lengths[kept_rows], \
+            log_probs[kept_rows]
+        rows = rows[kept_rows]
+    found = ranked_hypotheses(ended, batch, k, pad_id, config.length_penalty)
+    return found if attention is not None else found._replace(attention=None)
 
 
 def decided(scores: Tensor, finished: Tensor, lengths: Tensor, limits: Tensor, alpha: float) -> Tensor:
@@ -282,11 +309,15 @@ def ranked_hypotheses(ended: list[tuple[Tensor, ...]], batch: int, k: int, pad_i
     hypotheses = torch.full((batch, k, longest), pad_id, dtype=torch.long, device=device)
     log_probs = torch.zeros(batch, k, longest if ended[0][4].size(-1) else 0, device=device)  # (B, k, 0): not kept
     normalized = torch.empty(batch, k, device=device)
-    for sentences, tokens, scores, lengths, token_log_probs in ended:
+    kept = ended[0][5].size(2) > 0  # the attention, when the search kept it: (B, k, T, S)
+    attention = torch.zeros(batch, k, longest if kept else 0, ended[0][5].size(-1), device=device)
+    for sentences, tokens, scores, lengths, token_log_probs, rows in ended:
         hypotheses[sentences, :, : tokens.size(-1) - 1] = tokens[..., 1:]  # BOS dropped
         log_probs[sentences, :, : token_log_probs.size(-1)] = token_log_probs
+        attention[sentences, :, : rows.size(2)] = rows
         normalized[sentences] = scores / length_penalty_factor(lengths, alpha)
     # Best first; among equal scores the earlier hypothesis, as argmax would pick it.
     order = normalized.sort(dim=-1, descending=True, stable=True).indices  # (B, k)
-    ranked = [found.gather(1, order[..., None].expand_as(found)) for found in (hypotheses, log_probs)]
-    return Hypotheses(ranked[0], normalized.gather(1, order), ranked[1])
+    ranked = [found.gather(1, order.view(batch, k, *[1] * (found.dim() - 2)).expand_as(found))
+              for found in (hypotheses, log_probs, attention)]
+    return Hypotheses(ranked[0], normalized.gather(1, order), ranked[1], ranked[2])

@@ -19,6 +19,7 @@ class Hypotheses(NamedTuple):
     tokens: Tensor
     scores: Tensor
     log_probs: Tensor
+    attention: Tensor | None = None  # where each id's row looked in the source (..., T, S), when kept
 
 
 @dataclass
@@ -34,6 +35,7 @@ class Output:
     # took them (it stops once the best is decided: some never end); what ``model.confidence.agreement`` compares
     # the output with. [] for greedy.
     alternatives: list[list[int]] = field(default_factory=list)
+    attention: Tensor | None = None  # (ids, source positions): the cross-attention of the row that chose each id
 
     @property
     def score(self) -> float | None:

@@ -200,6 +200,15 @@ class Seq2SeqTransformer(nn.Module):
             y = y[output_mask]  # (N, d_model): the vocabulary projection skips what is not asked for
         return self.output(self.decoder_norm(y))  # (B, T, tgt_vocab) or (N, tgt_vocab)
 
+    def decode_attending(self, tgt_in: Tensor, memory: Tensor, src: Tensor, cache: DecoderCache | None = None,
+                         aligned: tuple[int, int] | None = None) -> tuple[Tensor, Tensor]:
+        """``decode``'s logits, and where its rows looked in the source: the cross-attention of the ``aligned`` (layer,
+        head), else of every layer and head averaged, (rows of ``tgt_in``, T, S) (what a search keeps for alignments)."""
+        y, _, cross = self._run_decoder(tgt_in, memory, src, cache, need_weights=aligned is None, causal=True,
+                                        aligned=aligned)
+        weights = cross[0] if aligned is not None else torch.stack(cross).mean((0, 2))  # (B or B / k, k·T, S)
+        return self.output(self.decoder_norm(y)), weights.reshape(*tgt_in.shape, -1)  # beams' shared rows apart
+
     def _run_decoder(
         self, tgt_in: Tensor, memory: Tensor, src: Tensor, cache: DecoderCache | None, need_weights: bool,
         causal: bool, aligned: tuple[int, int] | None = None,

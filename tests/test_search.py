@@ -77,7 +77,7 @@ def test_larger_beams_never_score_below_greedy(model, sources, alpha):
 
     greedy_score = normalized(greedy)
     for k in (2, 4, 8):
-        beam, beam_score, _ = beam_search(model, sources, BOS, EOS, SearchConfig(beam_size=k, length_penalty=alpha))
+        beam, beam_score, *_ = beam_search(model, sources, BOS, EOS, SearchConfig(beam_size=k, length_penalty=alpha))
         # The score beam search reports is the model's own length-normalized log-probability.
         torch.testing.assert_close(beam_score, normalized(beam), atol=1e-4, rtol=1e-4)
         assert torch.all(beam_score >= greedy_score - 1e-5), (k, beam_score - greedy_score)
@@ -164,8 +164,8 @@ def test_a_large_batch_is_searched_in_bounded_parts(ending_model, sources, monke
 
 def test_the_beams_hypotheses_come_best_first_with_their_own_scores(model, sources):
     config = SearchConfig(beam_size=4, length_penalty=0.6)
-    hypotheses, scores, _ = beam_hypotheses(model, sources, BOS, EOS, config)
-    best, best_score, _ = beam_search(model, sources, BOS, EOS, config)
+    hypotheses, scores, *_ = beam_hypotheses(model, sources, BOS, EOS, config)
+    best, best_score, *_ = beam_search(model, sources, BOS, EOS, config)
     assert hypotheses.shape[:2] == (12, 4) and torch.equal(hypotheses[:, 0], best) and torch.equal(scores[:, 0], best_score)
     assert torch.all(scores[:, :-1] >= scores[:, 1:])  # best first
     for j in range(4):  # each score is the model's own length-normalized log-probability of that hypothesis
@@ -193,7 +193,7 @@ def test_the_same_hypotheses_as_the_plain_beam_search(ending_model, varied_sourc
     from frozen_search import plain_beam_hypotheses
 
     config = SearchConfig(beam_size=beam_size, length_penalty=alpha)
-    tokens, scores, _ = beam_hypotheses(ending_model, varied_sources, BOS, EOS, config)
+    tokens, scores, *_ = beam_hypotheses(ending_model, varied_sources, BOS, EOS, config)
     plain_tokens, plain_scores = plain_beam_hypotheses(ending_model, varied_sources, BOS, EOS, config)
     ids = [produced_ids(sentence, EOS, PAD) for sentence in tokens]
     assert ids == [produced_ids(sentence, EOS, PAD) for sentence in plain_tokens]
@@ -234,3 +234,20 @@ def test_the_beams_other_hypotheses_come_with_the_output_from_the_same_search(en
     for plain in (search(ending_model, varied_sources, BOS, EOS, config, scores=False),
                   search(ending_model, varied_sources, BOS, EOS, config.greedy)):  # nothing to compare with
         assert all(output.alternatives == [] for output in plain)
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+@pytest.mark.parametrize("attention", ["averaged", (1, 2)])
+def test_the_search_keeps_the_cross_attention_each_id_was_chosen_with(ending_model, sources, beam_size, attention):
+    config = SearchConfig(beam_size=beam_size, max_len_a=1.0, max_len_b=6)
+    plain = search(ending_model, sources, BOS, EOS, config)
+    found = search(ending_model, sources, BOS, EOS, config, attention=attention)
+    assert ids_of(found) == ids_of(plain) and all(output.attention is None for output in plain)  # the same search
+    assert len({len(output.ids) for output in found}) > 1  # sentences that end at different steps
+    for src_row, output in zip(sources, found):
+        src_ids = src_row[src_row != PAD].tolist()
+        cross = sentence_attention(ending_model, src_ids, output.ids, BOS).maps.cross  # teacher forcing, per layer
+        expected = torch.stack(cross).mean((0, 1)) if attention == "averaged" else cross[attention[0]][attention[1]]
+        assert output.attention.shape == (len(output.ids), sources.size(1))
+        torch.testing.assert_close(output.attention[:, : len(src_ids)], expected, atol=1e-5, rtol=1e-4)
+        assert output.attention[:, len(src_ids) :].abs().sum() == 0  # no weight on padding

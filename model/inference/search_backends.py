@@ -22,7 +22,7 @@ import torch
 
 from data.sampler import pad_batch
 from model.inference.onednn import fast_linear
-from model.search import KeepRows, SearchConfig, beam_hypotheses, search
+from model.search import Attending, KeepRows, SearchConfig, beam_hypotheses, search
 from model.search_outputs import Output, produced_ids
 from model.transformer import Seq2SeqTransformer
 
@@ -48,9 +48,10 @@ class SearchBackend(Protocol):
     """What a ``Translator`` asks of a search."""
 
     def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None,
-               scores: bool = True) -> list[Output]:
+               scores: bool = True, attention: Attending = None) -> list[Output]:
         """An output per source (ids ending in EOS, no padding; with their log-probabilities as far as the engine
-        gives them, unless ``scores=False``); rows not kept (``keep_rows``) may end early."""
+        gives them, unless ``scores=False``; with the cross-attention ``attention`` names, where the engine keeps
+        it: ours); rows not kept (``keep_rows``) may end early."""
 
     def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
         """Every hypothesis the beam ends with for one source, best first, with its score."""
@@ -72,10 +73,10 @@ class OurSearch:
         return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else fast_linear(device)
 
     def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None,
-               scores: bool = True) -> list[Output]:
+               scores: bool = True, attention: Attending = None) -> list[Output]:
         src = self._batch(sources)
         with self._speed_up(src.device):
-            return search(self.model, src, self.bos_id, self.eos_id, config, keep_rows, scores)
+            return search(self.model, src, self.bos_id, self.eos_id, config, keep_rows, scores, attention)
 
     def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
         src = self._batch([source])
@@ -122,7 +123,7 @@ class CTranslate2Search:
         return ids + [self.eos_id] if len(ids) < limit else ids  # it ended: CTranslate2 drops the EOS
 
     def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None,
-               scores: bool = True) -> list[Output]:
+               scores: bool = True, attention: Attending = None) -> list[Output]:
         outputs: list[Output] = []
         # One call per output limit; a length-sorted batch has few (the limit grows with the length).
         for limit, group in groupby(sources, key=lambda source: output_limit(source, config, self.max_len)):
@@ -169,7 +170,7 @@ class TransformersSearch:
                                    return_dict_in_generate=True, **beam)
 
     def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None,
-               scores: bool = True) -> list[Output]:
+               scores: bool = True, attention: Attending = None) -> list[Output]:
         outputs: list[Output] = []  # without scores: generate() gives them only for the whole beam
         for limit, group in groupby(sources, key=lambda source: output_limit(source, config, self.max_len)):
             generated = self._generate(list(group), config, limit).sequences[:, 1:]  # without the start token

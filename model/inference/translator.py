@@ -28,8 +28,8 @@ from model.inference.run_folder import (RunFiles, RunSettings, open_run, overrid
                                         run_tokenizer)
 from model.inference.search_backends import (CTranslate2Search, OurSearch, SearchBackend, TransformersSearch,
                                              check_engine)
-from model.inference.word_alignment import line_alignment, sentence_links
-from model.search import KeepRows, SearchConfig, sentence_attention
+from model.inference.word_alignment import attention_links, line_alignment, sentence_links
+from model.search import Attending, KeepRows, SearchConfig, sentence_attention
 from model.transformer import Seq2SeqTransformer
 from model.views import SentenceView, sentence_view
 from model.views.alignment import Links
@@ -46,6 +46,7 @@ class Sentence:
     confidence: Confidence  # how sure the model was, and whether to check it (``model/confidence.py``)
     token_log_probs: list[float] | None = None  # of each output id (None: the engine gives only the total)
     links: Links | None = None  # (source word, target word) of ``source`` and ``text``, when alignments were asked
+    attention: torch.Tensor | None = None  # (output ids, source ids): the cross-attention our search kept for them
 
     @property
     def cut(self) -> bool:
@@ -198,9 +199,12 @@ class Translator:
             for piece in filter(lambda piece: piece.translated, line_pieces):
                 owners.setdefault(piece.model_text, []).append(row)
 
+        aligning = alignments or any(line.markup for line in aside)  # then the search keeps where it looked
+
         def search(texts: list[str]) -> list[Sentence]:
             wanted = None if keep_rows is None else lambda: any_of(keep_rows(), [owners[text] for text in texts])
-            return self._translate_sentences(texts, config, batch_size, wanted, scores)
+            return self._translate_sentences(texts, config, batch_size, wanted, scores,
+                                              (self.aligned or "averaged") if aligning else None)
 
         translated = translate_pieces(pieces, search)
         translations = [Translation(line.plain.strip(), splitter.join(line_pieces, [s.text for s in found]).rstrip()
@@ -215,7 +219,7 @@ class Translator:
         return translations
 
     def _translate_sentences(self, texts: list[str], config: SearchConfig, batch_size: int,
-                             keep_rows: KeepRows | None, scores: bool) -> list[Sentence]:
+                             keep_rows: KeepRows | None, scores: bool, attention: Attending) -> list[Sentence]:
         """Sentences searched in batches of similar length, answered in their order."""
         whole = self._counted(self._source_ids(texts))
         cut = [len(seq) > self.max_source_tokens for seq in whole]
@@ -224,12 +228,13 @@ class Translator:
         order = sorted(range(len(texts)), key=lambda j: len(ids[j]))  # similar lengths batch together
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
-            outputs = self.backend.search([ids[j] for j in batch], config, rows_of(keep_rows, batch), scores)
+            outputs = self.backend.search([ids[j] for j in batch], config, rows_of(keep_rows, batch), scores, attention)
             texts_out = self.text([output.ids for output in outputs], [texts[j] for j in batch])
             found = beam_agreements(outputs, self.tokenizer.decode_tgt)  # as training calibrated them: slots unfilled
             for j, output, text, agreement in zip(batch, outputs, texts_out, found):
                 results[j] = Sentence(texts[j], text, ids[j], output.ids, confidence(
-                    ids[j], output, self.tokenizer.eos_id, cut[j], self.calibration, agreement), output.token_log_probs)
+                    ids[j], output, self.tokenizer.eos_id, cut[j], self.calibration, agreement), output.token_log_probs,
+                    attention=output.attention)
         return results
 
     def align(self, translations: list[Translation], batch_size: int = 64) -> None:
@@ -239,9 +244,12 @@ class Translator:
         own words."""
         translations = [translation for translation in translations if translation.alignment is None]
         sentences = list({id(s): s for t in translations for s in t.sentences}.values())  # a repeated one once
-        sentences.sort(key=lambda s: len(s.src_ids))  # similar lengths batch together
         tok = self.tokenizer
-        for start in range(0, len(sentences), batch_size):
+        for sentence in filter(lambda s: s.attention is not None, sentences):  # where our search looked
+            sentence.links = attention_links(sentence.attention, sentence.src_ids, sentence.output_ids, tok.src,
+                                             tok.tgt, tok.eos_id)
+        sentences = sorted((s for s in sentences if s.links is None), key=lambda s: len(s.src_ids))  # the others
+        for start in range(0, len(sentences), batch_size):  # in one pass each batch, of similar lengths
             batch = sentences[start : start + batch_size]
             found = sentence_links(self.model, tok.src, tok.tgt, [(s.src_ids, s.output_ids) for s in batch],
                                    tok.bos_id, tok.eos_id, self.aligned)

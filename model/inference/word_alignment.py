@@ -5,8 +5,9 @@ Words are what whitespace separates, in the line as pasted and in its translatio
 a script written without spaces is one word a sentence). Each target word is linked to the source word whose
 pieces its own pieces' predicting rows weigh most (``model/views/alignment.py``), read from the aligned head
 where the run trained one (``module.alignment_weight`` > 0), else from every layer and head averaged: the better
-reading of a run without one against human alignments (docs/results.md). It shows where the decoder looked, not
-why it chose a word.
+reading of a run without one against human alignments (docs/results.md). Our search keeps those rows as it goes
+(``model.search``, ``attention=``); another engine's output is read again in one teacher-forced pass. It shows
+where the decoder looked, not why it chose a word.
 """
 
 from __future__ import annotations
@@ -31,29 +32,33 @@ def piece_words(tokenizer: Tokenizer, ids: Sequence[int]) -> list[int]:
     return [max(len(text.split()) - 1, 0) for text in prefixes]
 
 
+def attention_links(weights: torch.Tensor, src_ids: Sequence[int], output_ids: Sequence[int],
+                    src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer, eos_id: int) -> Links:
+    """The word links of one sentence from ``weights`` (output ids, source ids or more): row i, where the decoder
+    looked while it chose output id i, summed into the words the ids decode to (EOS read, never linked)."""
+    out = [i for i in output_ids if i != eos_id]
+    src_words = [*piece_words(src_tokenizer, src_ids[:-1]), None]
+    if not out or len(src_words) < 2:
+        return frozenset()
+    return links(word_weights(weights[: len(out), : len(src_ids)].float().cpu(), src_words,
+                              piece_words(tgt_tokenizer, out)))
+
+
 @torch.no_grad()
 def sentence_links(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
                    sentences: Sequence[tuple[list[int], list[int]]], bos_id: int, eos_id: int,
                    aligned: tuple[int, int] | None = None) -> list[Links]:
-    """The word links of each (source ids ending in EOS, output ids) pair, in the words their ids decode to, all
-    read in one teacher-forced pass: ``aligned`` (decoder layer, head, from 0) that head, else all averaged."""
+    """The word links of each (source ids ending in EOS, output ids) pair, read in one teacher-forced pass (for an
+    engine whose search keeps no attention): ``aligned`` (decoder layer, head, from 0) that head, else all averaged."""
     device, pad = next(model.parameters()).device, model.pad_id
     outputs = [[i for i in output if i != eos_id] for _, output in sentences]  # EOS predicts no word
     src = pad_sequence([torch.tensor(s) for s, _ in sentences], batch_first=True, padding_value=pad).to(device)
     tgt_in = pad_sequence([torch.tensor([bos_id] + out) for out in outputs], batch_first=True,
                           padding_value=pad).to(device)
     cross = model.attention_maps(src, tgt_in).cross  # per layer (B, heads, tgt, src)
-    weights = (cross[aligned[0]][:, aligned[1]] if aligned else torch.stack(cross).mean((0, 2))).float().cpu()
-    found = []
-    for row, ((src_ids, _), out) in enumerate(zip(sentences, outputs)):
-        src_words = [*piece_words(src_tokenizer, src_ids[:-1]), None]  # (EOS read, never linked)
-        if not out or len(src_words) < 2:
-            found.append(frozenset())
-            continue
-        # Row i of the decoder predicts output piece i: (tgt pieces, src pieces) summed into words.
-        found.append(links(word_weights(weights[row, : len(out), : len(src_ids)], src_words,
-                                        piece_words(tgt_tokenizer, out))))
-    return found
+    weights = cross[aligned[0]][:, aligned[1]] if aligned else torch.stack(cross).mean((0, 2))  # (B, tgt, src)
+    return [attention_links(rows, src_ids, out, src_tokenizer, tgt_tokenizer, eos_id)
+            for rows, (src_ids, _), out in zip(weights, sentences, outputs)]
 
 
 def word_starts(text: str) -> list[int]:
