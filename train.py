@@ -38,11 +38,10 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 import runtime
-from config_checks import check_command_line, check_config
 from data.corpus import CorpusError, CorpusNotFoundError
 from data.cache import DataCacheError
-from fine_tune import starting_run
 from data.tokenizer import tokenizer_fingerprint
+from runtime.config_checks import check_command_line
 from runtime.machine import with_recipe
 from runtime.non_finite import NonFiniteLossError
 from runtime.settings import SettingsError, first_rank
@@ -58,8 +57,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
     ``cfg.test``, test). Tests call this directly; ``main`` is the command-line wrapper. Bad settings
     raise ``SettingsError`` before anything is built (``runtime.attach``).
     """
-    starting = starting_run(cfg)  # init_from=: a fine-tune's shape, tokenizer and original corpus, into cfg
-    with runtime.attach(cfg, check_config) as run:
+    with runtime.attach(cfg) as run:  # init_from= read into cfg, the machine decided, the settings checked
         L.seed_everything(cfg.seed, workers=True, verbose=False)
         datamodule = instantiate(cfg.data, _convert_="all")  # plain lists and dicts: checkpoints load weights_only
         with run.clock.phase("data"):
@@ -74,8 +72,7 @@ def train(cfg: DictConfig) -> dict[str, float]:
         run_dir = Path(cfg.paths.output_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         model = instantiate(cfg.model)
-        if starting is not None:
-            starting.load_into(model, cfg)
+        run.start_from(model)  # init_from=: the starting run's weights, unless this run resumes
         datamodule.tokenizer.save(run_dir)
         module = instantiate(cfg.module, model=model, optimizer=instantiate(cfg.optim.optimizer),
                              model_config=model_config, tokenizer_sha256=tokenizer_fingerprint(run_dir),

@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from cli_options import option, options_help
 from serving.limits import Limits
+from serving.options import option, options_help
 
 if TYPE_CHECKING:  # torch and the model load after the arguments are checked
     from model.inference.translator import Translation, Translator

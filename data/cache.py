@@ -1,7 +1,8 @@
 """The data cache: a corpus's splits, its tokenizer and its token ids in one folder per settings, built once.
 
-``<cache_dir>/<settings hash>/`` holds ``splits/`` (``save_to_disk``), ``report.json`` (how the corpus was read),
-``tokenizer/`` (trained on the training split, or a trained run's, copied), ``tokenized-*.arrow``
+``<cache_dir>/<settings hash>/`` holds ``splits/`` (``save_to_disk``; the training split's phrase pairs added where
+``data.short_text`` asks), ``report.json`` (how the corpus was read), ``tokenizer/`` (trained on the training split,
+or a trained run's, copied), ``tokenized-*.arrow``
 (``Dataset.map`` cache files named after the tokenizer's fingerprint) and ``alignments-train-*.pt`` (the training
 pairs' token alignments, ``data/ibm2.py``: the guide of an aligned attention head). One process builds at a time (a file
 lock); a build killed or failed midway leaves nothing that a later one would take for finished.
@@ -16,13 +17,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import torch
-from datasets import DatasetDict, load_from_disk
+from datasets import Dataset, DatasetDict, concatenate_datasets, load_from_disk
 from filelock import FileLock
 
 from data.atomic_file import atomic_file, os_cause
+from data.fragments import short_pairs
 from data.ibm2 import guide
 from data.readers import Pairs, ParseReport
-from data.splits import split_pairs
+from data.splits import column, split_pairs
 from data.tokenizer import TranslationTokenizer, tokenizer_fingerprint
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,8 @@ def _build(folder: Path, pairs_and_report: tuple | None, settings: Mapping) -> N
         partial = folder / "splits.partial"
         shutil.rmtree(partial, ignore_errors=True)
         splits = split_pairs(pairs, settings["val_fraction"], settings["test_fraction"], settings["seed"])
+        if settings.get("short_text"):  # phrase pairs of the training split learned beside it
+            splits["train"] = with_short_text(splits["train"], settings["short_text"], settings["seed"])
         splits.save_to_disk(str(partial))
         (folder / "report.json").write_text(json.dumps(report.__dict__, ensure_ascii=False))
         partial.rename(folder / "splits")
@@ -90,6 +94,15 @@ def _build(folder: Path, pairs_and_report: tuple | None, settings: Mapping) -> N
         with atomic_file(alignments_file(folder), "wb") as out:  # flat positions and each pair's length
             torch.save({"positions": torch.tensor([i for links in aligned for i in links], dtype=torch.int16),
                         "lengths": torch.tensor([len(links) for links in aligned], dtype=torch.int32)}, out)
+
+
+def with_short_text(train: Dataset, share: float, seed: int) -> Dataset:
+    """``train`` and phrase pairs cut from ``share`` of its pairs (``data/fragments.py``), added at its end."""
+    found = short_pairs(column(train, "src"), column(train, "tgt"), share, seed)
+    log.info("short text: %d phrase pairs of the training split added to it (data.short_text=%s)", len(found), share)
+    short = Dataset.from_dict({"src": [s for s, _ in found], "tgt": [t for _, t in found],
+                               "refs": [[t] for _, t in found]}, features=train.features)
+    return concatenate_datasets([train, short])
 
 
 def alignments_file(folder: Path) -> Path:

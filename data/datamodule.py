@@ -62,6 +62,9 @@ def data_problems(settings: Mapping, prefix: str = "") -> list[str]:
         problems.append(f"{prefix}max_tokens={settings.get('max_tokens', 4096)} cannot hold one pair of "
                         f"{prefix}max_sentence_len={settings.get('max_sentence_len', 128)} tokens")
     problems += reading_problems(settings, prefix)
+    short = settings.get("short_text", 0.0)
+    if isinstance(short, bool) or not isinstance(short, (int, float)) or not 0 <= short <= 1:
+        problems.append(f"{prefix}short_text={short!r} must be a share between 0 and 1 (of the training pairs)")
     replay = settings.get("replay", 0.0)
     if isinstance(replay, bool) or not isinstance(replay, (int, float)) or replay < 0:
         problems.append(f"{prefix}replay={replay!r} must be a number >= 0 (original pairs per new training pair)")
@@ -99,6 +102,7 @@ class TranslationDataModule(L.LightningDataModule):
         max_sentence_len: int = 128,
         limit_pairs: int | None = None,
         exclude_words: list[str] | None = None,
+        short_text: float = 0.0,
         tokenizer_from: str | None = None,
         original: Mapping | None = None,
         replay: float = 0.0,
@@ -140,6 +144,7 @@ class TranslationDataModule(L.LightningDataModule):
             "bpe": ([tokenizer_fingerprint(hp.tokenizer_from)] if hp.tokenizer_from
                     else [hp.vocab_size, hp.joint_vocab, hp.split_digits, hp.copy_slots]),
             "version": CACHE_VERSION,
+            **({"short_text": hp.short_text} if hp.short_text else {}),  # without it, the folders it always had
         }
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
         return self.cache_dir / digest

@@ -3,7 +3,8 @@
 Plain ``nn.Module``s and functions, tensors in and tensors out: no Lightning, Hydra, files or
 tokenizers at this level. Around it, one subpackage each:
 
-- ``model.training``: the LightningModule, learning-rate schedule, metrics, quality marks, test report;
+- ``model.training``: the LightningModule, learning-rate schedule, metrics, the training callbacks;
+- ``model.scoring``: a trained model's outputs scored (test report, pasted text, confidence, alignment, time to quality);
 - ``model.views``: attention pictures, the explorer page, attention statistics and the callback writing them;
 - ``model.inference``: reading a run folder safely and translating with it (no Lightning).
 """

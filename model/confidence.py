@@ -205,23 +205,3 @@ def marks_caveat(calibration: Calibration | None, beam_size: int) -> str | None:
         return ("confidence.json is from before the agreement: marks from the score alone "
                 "(python scripts/calibrate.py RUN sets both)")
     return None
-
-
-def auroc(scores: list[float], bad: list[bool]) -> float | None:
-    """How well low scores tell the ``bad`` from the rest: the chance that a bad sentence scores below a good
-    one (ties count half); 0.5 is chance, 1 perfect. None when either kind is missing."""
-    ranked, bad_count = sorted(zip(scores, bad)), sum(bad)
-    good_count = len(bad) - bad_count
-    if not bad_count or not good_count:
-        return None
-    below, good_seen, i = 0.0, 0, 0  # pairs (bad, good) with the bad one lower; good ones scoring lower so far
-    while i < len(ranked):
-        j = i
-        while j < len(ranked) and ranked[j][0] == ranked[i][0]:
-            j += 1
-        tied_bad = sum(flag for _, flag in ranked[i:j])
-        tied_good = (j - i) - tied_bad
-        below += tied_bad * (good_count - good_seen - tied_good) + 0.5 * tied_bad * tied_good
-        good_seen += tied_good
-        i = j
-    return below / (bad_count * good_count)

@@ -1,11 +1,13 @@
 """The run machinery behind one door: what makes a training run safe to stop and cheap to watch on any machine.
 
-    with runtime.attach(cfg, check_config) as run:   # the machine decided, the settings checked, the folder held
+    with runtime.attach(cfg) as run:   # init_from= read, the machine decided, the settings checked, the folder held
         trainer = instantiate(cfg.trainer, **run.trainer_parts(callbacks))   # run.clock, run.module_parts too
+        run.start_from(model)   # a fine-tune's starting weights (init_from=), unless it resumes
         run.fit(trainer, module, datamodule)   # resumes, stops on a signal, writes final.ckpt
     # on the way out: where the time went (time_split.json), the run folder let go
 
-Inside: machine and precision, the run folder, stops and checkpoints, the non-finite guard, the time split, and the
+Inside: the settings refused in one line (config_checks.py), a fine-tune's starting run (fine_tune.py), machine and
+precision, the run folder, stops and checkpoints, the non-finite guard, the time split, and the
 weights' moving average (`averaging=ema`, weight_averaging.py).
 """
 
@@ -14,11 +16,12 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import lightning as L
+import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from hydra.utils import instantiate
@@ -27,6 +30,8 @@ from omegaconf import DictConfig, open_dict
 from data.atomic_file import write_text_atomically
 from model.training.trainer_state import without_anonymous
 from model.views.callback import wandb_loggers
+from runtime.config_checks import check_config
+from runtime.fine_tune import StartingRun, starting_run
 from runtime.machine import decide_machine, settle_settings
 from runtime.non_finite import NonFiniteGuard, NonFiniteLossError
 from runtime.settings import check_run_folder, held_run_folder, refuse_finished_run, resume_from
@@ -39,8 +44,9 @@ log = logging.getLogger("train")
 class Run:
     """One training run's machinery, built from ``cfg``: its clock, callbacks, checkpoint writer and guard."""
 
-    def __init__(self, cfg: DictConfig, ckpt_path: str | None, device_type: str) -> None:
-        self.cfg, self.ckpt_path, self.run_dir = cfg, ckpt_path, Path(cfg.paths.output_dir)
+    def __init__(self, cfg: DictConfig, ckpt_path: str | None, device_type: str,
+                 starting: StartingRun | None = None) -> None:
+        self.cfg, self.ckpt_path, self.run_dir, self.starting = cfg, ckpt_path, Path(cfg.paths.output_dir), starting
         settings, guard = cfg.runtime, NonFiniteGuard()  # the guard clips, and skips non-finite updates
         self.clock = RunClock(device_type)  # where the time goes: data, steps, validation, views, ...
         self.time_split = TimeSplit(self.clock)  # first of the callbacks: a step's time starts before any other's
@@ -52,6 +58,11 @@ class Run:
     def check_folder(self, model_config: dict, tokenizer_folder: Path) -> None:
         """Refuse to continue this run folder with settings that change its tokenizer or model."""
         check_run_folder(self.cfg, self.run_dir, model_config, tokenizer_folder)
+
+    def start_from(self, model: torch.nn.Module) -> None:
+        """A fine-tune's starting weights into ``model`` (``init_from=``), unless it resumes from a checkpoint."""
+        if self.starting is not None:
+            self.starting.load_into(model, resumes=self.ckpt_path is not None)
 
     def loggers(self) -> list:
         """The configured loggers; wandb's without Lightning's ``anonymous=None`` (wandb >= 0.22 deprecates it)."""
@@ -98,9 +109,11 @@ class Run:
 
 
 @contextmanager
-def attach(cfg: DictConfig, check_config: Callable[[DictConfig], None]) -> Iterator[Run]:
-    """The machine decided (into ``cfg``'s ``auto`` settings), then ``check_config``, the run folder held; on the way
-    out (also when the run fails) the time split reported, the wandb run closed, the folder let go."""
+def attach(cfg: DictConfig) -> Iterator[Run]:
+    """A fine-tune's starting run read (``init_from=``: its shape, tokenizer and corpus into ``cfg``), the machine
+    decided (into ``cfg``'s ``auto`` settings), the settings checked, the run folder held; on the way out (also when
+    the run fails) the time split reported, the wandb run closed, the folder let go."""
+    starting = starting_run(cfg)
     refuse_finished_run(Path(cfg.paths.output_dir))
     quiet_libraries(cfg)
     hydra = HydraConfig.get() if HydraConfig.initialized() else None
@@ -110,7 +123,7 @@ def attach(cfg: DictConfig, check_config: Callable[[DictConfig], None]) -> Itera
     check_config(cfg)
     ckpt_path = resume_from(cfg)  # ckpt_path=, else this folder's interrupted run
     with held_run_folder(Path(cfg.paths.output_dir)):
-        run = Run(cfg, ckpt_path, "cuda" if machine.gpu else "cpu")
+        run = Run(cfg, ckpt_path, "cuda" if machine.gpu else "cpu", starting)
         if hydra and hydra.mode == RunMode.MULTIRUN and "wandb" in (cfg.get("logger") or {}):
             with open_dict(cfg):
                 cfg.logger.wandb.group = str(hydra.sweep.dir)  # a sweep's runs overlay in one group

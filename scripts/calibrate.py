@@ -20,10 +20,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from data.atomic_file import write_text_atomically
-from model.confidence import calibrate, length_ratios
 from model.inference.run_folder import RunLoadError
 from model.inference.translator import Translator
-from model.training.confidence_report import CALIBRATION_SENTENCES, confidence_quality, save_calibration
+from model.scoring.confidence_report import (CALIBRATION_SENTENCES, calibration_from, save_calibration,
+                                             translations_quality)
 
 
 def run_splits(run: Path) -> tuple[list[str], list[str], list[list[str]]]:
@@ -58,22 +58,15 @@ def main(argv: list[str] | None = None) -> int:
     if not (folder / "config.yaml").is_file():
         parser.exit(2, f"calibrate.py: {folder} holds no config.yaml: its splits cannot be rebuilt\n")
     validation, test, references = run_splits(folder)
-    sentences = [s for t in translator.translate(validation[: args.sentences]) for s in t.sentences]
-    if not sentences or any(s.confidence.score is None for s in sentences):
+    translator.calibration = calibration_from(translator, validation[: args.sentences])
+    if translator.calibration is None:
         parser.exit(2, f"calibrate.py: no validation sentences, or engine={args.engine} gives no scores\n")
-    ratios = length_ratios([s.src_ids for s in sentences], [s.output_ids for s in sentences],
-                           translator.tokenizer.eos_id)
-    translator.calibration = calibrate([s.confidence.score for s in sentences], ratios,
-                                       translator.settings.search.beam_size,
-                                       [s.confidence.agreement for s in sentences])
     save_calibration(folder, translator.calibration)
     print(f"{folder / 'confidence.json'}: {json.dumps(asdict(translator.calibration))}")
     if args.no_test:
         return 0
-    scored = [(t, refs) for t, refs in zip(translator.translate(test[: args.test_sentences]), references)
-              if t.confidence is not None]  # an empty line has none
-    quality = confidence_quality([t.confidence for t, _ in scored], [t.text for t, _ in scored],
-                                 [refs for _, refs in scored], translator.settings.pair.target)
+    quality = translations_quality(translator.translate(test[: args.test_sentences]), references,
+                                   translator.settings.pair.target)
     print(json.dumps(quality, indent=2))
     metrics = folder / "test_metrics.json"
     if metrics.is_file():

@@ -11,7 +11,7 @@
 
 Files written: <out>.<source language> (one source a line: test.en) and <out>.refs.jsonl (a JSON
 list of all references per line). ``--as``: the sources as the test report also scores them
-(``model/training/pasted_text.py``): joined four to a line with their references joined alike, every
+(``model/scoring/pasted_text.py``): joined four to a line with their references joined alike, every
 word capitalized, or in capitals. They are derived from the corpus: keep them out of the repository.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from data.casing import title_cased
 from data.datamodule import TranslationDataModule
-from model.training.pasted_text import paragraph_references, paragraphs
+from model.scoring.pasted_text import paragraph_references, paragraphs
 
 AS_PASTED = {"sentences": lambda s, r: (s, r), "paragraphs": lambda s, r: (paragraphs(s), paragraph_references(r)),
              "title_case": lambda s, r: ([title_cased(x) for x in s], r), "all_caps": lambda s, r: ([x.upper() for x in s], r)}

@@ -67,7 +67,7 @@ def test_training_pulls_the_aligned_head_and_logs_its_loss(tmp_path):
 
 
 def test_train_py_refuses_a_head_the_model_lacks_in_one_line():
-    from config_checks import check_config
+    from runtime.config_checks import check_config
     from runtime.settings import SettingsError
 
     with pytest.raises(SettingsError, match=r"module.aligned_layer=3, module.aligned_head=1: no such cross-attention "

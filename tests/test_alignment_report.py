@@ -1,4 +1,4 @@
-"""model/training/alignment_report.py: gold words to BPE pieces and copy slots, the rows read, the AER of every
+"""model/scoring/alignment_report.py: gold words to BPE pieces and copy slots, the rows read, the AER of every
 layer and head of a model, and a pair without a gold set."""
 
 import torch
@@ -6,7 +6,7 @@ import torch
 from data.gold_alignments import GoldPair
 from data.languages import LanguagePair
 from helpers import tiny_model, tokenizer_with_slots
-from model.training.alignment_report import alignment_report, alignment_scores, cross_attention, pieces_and_words
+from model.scoring.alignment_report import alignment_report, alignment_scores, cross_attention, pieces_and_words
 from model.transformer import AttentionMaps
 
 

@@ -8,12 +8,12 @@ import pytest
 import torch
 
 from helpers import BOS, EOS, PAD, tiny_model
-from model.confidence import (AGREEMENT_CHAR_ORDER, MARKS, Calibration, Combination, agreement, auroc, beam_agreements,
+from model.confidence import (AGREEMENT_CHAR_ORDER, MARKS, Calibration, Combination, agreement, beam_agreements,
                               calibrate, confidence, fit_combination, length_ratio, most_repeated, quantile, repeats)
 from model.inference.run_folder import CALIBRATION_FILE, RunLoadError, read_calibration
 from model.search import SearchConfig, search
 from model.search_outputs import Output
-from model.training.confidence_report import confidence_quality, save_calibration
+from model.scoring.confidence_report import auroc, confidence_quality, save_calibration
 
 CALIBRATION = Calibration(check_below=-0.8, wrong_below=-1.5, shortest_ratio=0.5, longest_ratio=2.0, sentences=100,
                           beam_size=5)

@@ -12,9 +12,9 @@ import pytest
 import torch
 from hydra.utils import instantiate
 
-import fine_tune
+from runtime import fine_tune
 from data.corpus import CorpusError
-from fine_tune import starting_run
+from runtime.fine_tune import starting_run
 from helpers import NO_VIEWS, compose_train, final_step
 from model.inference.model_card import model_card
 from model.inference.run_folder import read_checkpoint
@@ -46,7 +46,7 @@ def test_a_fine_tune_starts_from_the_runs_weights_tokenizer_and_shape_and_refuse
     assert cfg.model.dropout == 0.2  # a dropout may change
     assert cfg.data.tokenizer_from == str(smoke_run) and cfg.data.original.limit_pairs == 3000
     model = instantiate(cfg.model)
-    starting.load_into(model, cfg)
+    starting.load_into(model, resumes=False)
     assert all(torch.equal(w, base["state_dict"][f"model.{k}"]) for k, w in model.state_dict().items())
 
     monkeypatch.setattr(fine_tune, "command_line_keys", lambda: {"model.d_model", "model.dropout"})

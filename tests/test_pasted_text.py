@@ -1,8 +1,8 @@
-"""model/training/pasted_text.py: the test split scored as people paste it, beside one sentence a line."""
+"""model/scoring/pasted_text.py: the test split scored as people paste it, beside one sentence a line."""
 
 import pytest
 
-from model.training.pasted_text import paragraph_references, paragraphs, pasted_scores
+from model.scoring.pasted_text import paragraph_references, paragraphs, pasted_scores
 
 SOURCES = ["I like cats.", "It is late.", "Where is Tom?", "The sky is blue.", "Hello."]
 REFERENCES = [["Me gustan los gatos."], ["Es tarde.", "Ya es tarde."], ["¿Dónde está Tom?"], ["El cielo es azul."],

@@ -1,4 +1,4 @@
-"""model/training/quality.py and test_report.py: when validation BLEU first reached each mark, kept across a
+"""model/scoring/time_to_quality.py and test_report.py: when validation BLEU first reached each mark, kept across a
 resume, and the test report written into the run folder."""
 
 import json
@@ -9,9 +9,9 @@ import torch
 
 from helpers import small_datamodule, small_model
 from model.search import SearchConfig
-from model.training.quality import QualityMarks
+from model.scoring.time_to_quality import QualityMarks
 from model.training.schedule import inverse_sqrt_schedule
-from model.training.test_report import TestReport
+from model.scoring.test_report import TestReport
 from model.training.translation_module import TranslationModule
 
 
@@ -28,7 +28,7 @@ def test_the_first_time_validation_bleu_reaches_a_mark_is_kept(datamodule, tmp_p
     trainer = L.Trainer(max_steps=6, val_check_interval=3, check_val_every_n_epoch=None, logger=False,
                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                         default_root_dir=str(tmp_path), callbacks=[marks])
-    with caplog.at_level("INFO", logger="model.training.quality"):
+    with caplog.at_level("INFO", logger="model.scoring.time_to_quality"):
         trainer.fit(module, datamodule=datamodule)
     assert float(trainer.callback_metrics["val/minutes"]) > 0  # beside val/bleu at every validation
     step, minutes = marks.reached["0"]
@@ -43,4 +43,7 @@ def test_the_first_time_validation_bleu_reaches_a_mark_is_kept(datamodule, tmp_p
     assert written["validation_bleu_reached"]["0"]["step"] == 3
     assert {"person", "number, 7 digits", "phone"} <= set(written["copied"])  # the copy check, every kind
     assert all(0 <= share <= 1 for share in written["copied"].values())
+    short = written["fragments"]  # the split's short text, scored beside its sentences
+    assert short["fragments"] == sum(kind["fragments"] for kind in short["by_kind"].values()) > 0
+    assert 0 <= short["exact_match"] <= 1 and short["chrf"] >= 0 and set(short["examples"]) == {"entry", "phrase"}
     assert (tmp_path / "test_translations.tsv").read_text().count("\n") == len(module.test_results["test"][0])

@@ -91,7 +91,7 @@ def test_unknown_key_fails_with_hydras_error(refusals):
     _, stderr, code = refusals["typo"]
     assert code == 1 and stderr == ("train.py: experiment=nope: no such option in "
                                     "configs/experiment/ (choices: ablation, cpu, finetune, gpu, smoke)\n")
-    from config_checks import check_command_line
+    from runtime.config_checks import check_command_line
 
     with pytest.raises(SettingsError, match=r"^bad settings: trainer.max_time is not Lightning's here: set runtime."
                                             r"max_time$"):  # a key of ours under trainer:, as Lightning would have it

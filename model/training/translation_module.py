@@ -17,7 +17,6 @@ from torch import Tensor
 from data.languages import LanguagePair
 from model.search import Output, SearchConfig, search, sentence_attention
 from model.training.aligned_head import aligned_position, alignment_loss
-from model.training.alignment_report import alignment_report
 from model.training.metrics import Scores, corpus_scores, gathered
 from model.training.schedule import Schedule, TimeBudget, training_progress
 from model.training.trainer_state import fitting, is_logging_step
@@ -79,7 +78,6 @@ class TranslationModule(L.LightningModule):
         self.validation_rows: list[tuple[str, list[str], str]] = []  # the last scored validation (callbacks show it)
         self.test_results: dict[str, tuple[list[tuple[str, list[str], str]], Scores]] = {}  # split -> rows, scores
         self._hypotheses: dict[str, dict[int, tuple[str, Output]]] = {}  # split -> sentence index -> translation
-        self.test_outputs: dict[str, list[Output]] = {}  # split -> the search's outputs, in test_results' order
 
     def setup(self, stage: str) -> None:
         """Read what evaluation needs from the data module, once."""
@@ -248,7 +246,6 @@ class TranslationModule(L.LightningModule):
 
     def on_test_epoch_end(self) -> None:  # written into the run folder by the TestReport callback
         self.test_results = {split: self._score(split) for split in self.evaluated["test"]}
-        self.test_outputs = {split: [found[i][1] for i in sorted(found)] for split, found in self._hypotheses.items()}
 
     # -- what the attention views draw (model/views/callback.py) -------------------------
     @torch.no_grad()
@@ -263,14 +260,6 @@ class TranslationModule(L.LightningModule):
                                        tokenizer.src_tokens, tokenizer.tgt_tokens, text, translation, self.pair.names,
                                        output.token_log_probs))
         return views
-
-
-    def head_alignment(self, gold_set: str = "everyday") -> dict | None:
-        """Each cross-attention head's AER on the pair's in-domain gold alignments now (the views show it beside
-        each head), with the set's name; None for a pair without one."""
-        report = alignment_report(self.model, self.tokenizer, self.pair, only=gold_set, aligned=self.aligned)
-        scores = report.get(gold_set)
-        return {"set": gold_set, **scores} if scores and scores["pairs"] else None
 
 
 def module_problems(settings: dict, prefix: str = "") -> list[str]:

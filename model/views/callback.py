@@ -22,6 +22,7 @@ from typing import Any
 
 import lightning as L
 
+from model.scoring.alignment_report import head_alignment
 from model.views import SentenceView
 from model.views.explorer import read_steps, sentence_record, write_explorer
 from model.views.statistics import attention_statistics
@@ -106,7 +107,7 @@ class AttentionViews(L.Callback):
         with self._timed():
             views = [host_copy(view) for view in pl_module.sentence_views(self.sentences)]
             pl_module.log_dict(attention_statistics([view.attention for view in views]), rank_zero_only=True)
-            alignment = pl_module.head_alignment() if hasattr(pl_module, "head_alignment") else None
+            alignment = head_alignment(pl_module)
             if alignment:  # how close each head is to a person's word links, as training goes
                 heads = {"": alignment["averaged"], "_best_head": alignment["best_head"]["aer"],
                          "_aligned_head": alignment.get("aligned_head", {}).get("aer")}

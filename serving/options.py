@@ -1,6 +1,6 @@
 """Command-line options written once, as dataclass fields: each one's default, its ``--help`` text and how
-its default is shown there. ``translate.py`` builds its options and its ``--help`` from them (``serve.*``
-from ``serving/limits.py``'s fields, whose metadata has the same metavar and help).
+its default is shown there. ``translate.py`` builds its options and its ``--help`` from them, ``serve.*``
+from ``serving/limits.py``'s fields. Imports nothing heavy: the options are checked before the model loads.
 """
 
 from __future__ import annotations

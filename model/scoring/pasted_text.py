@@ -1,39 +1,14 @@
-"""The test split as people paste it (paragraphs, Title Case, ALL CAPS), scored beside one sentence a line."""
+"""The test split as people paste it (paragraphs, Title Case, ALL CAPS), scored beside one sentence a line, through
+the ``translate`` it is given (the test report's: the ``Translator``, translate.py's pipeline)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-import lightning as L
-import torch
-
 from data.casing import title_cased
-from data.sentences import LineSplitter, translate_pieces
-from data.tokenizer import truncate_source
-from model.training.confidence_report import searched
 from model.training.metrics import corpus_scores
 
 PARAGRAPH = 4  # sentences joined into one paragraph
-
-
-@torch.no_grad()
-def translated_lines(module: L.LightningModule, lines: list[str], max_source_tokens: int,
-                     batch_size: int = 64) -> list[str]:
-    """``lines`` translated as ``translate.py`` does (sentence by sentence, joined back), with the test search."""
-    tokenizer, model, pair = module.tokenizer, module.model, module.pair
-
-    def fits(text: str) -> bool:
-        return len(text.encode()) < max_source_tokens or len(tokenizer.encode_src([text])[0]) <= max_source_tokens
-
-    def translate(texts: list[str]) -> list[str]:
-        ids = [truncate_source(seq, max_source_tokens) for seq in tokenizer.encode_src(texts)]
-        found = searched(model, ids, tokenizer.bos_id, tokenizer.eos_id, module.search_config, batch_size)
-        return tokenizer.decode_tgt([output.ids for output in found], texts)
-
-    splitter = LineSplitter(pair.source, pair.target, tokenizer, fits)
-    pieces = [splitter.pieces(line) for line in lines]
-    translated = translate_pieces(pieces, translate)  # searched() evaluates the model in eval mode
-    return [splitter.join(line_pieces, found) for line_pieces, found in zip(pieces, translated)]
 
 
 def paragraphs(texts: list[str], size: int = PARAGRAPH) -> list[str]:

@@ -96,3 +96,13 @@ def alignment_report(model: Seq2SeqTransformer, tokenizer: TranslationTokenizer,
                                        for name, pairs in sets.items()}}
     finally:
         model.train(training)
+
+
+def head_alignment(module, gold_set: str = "everyday") -> dict | None:
+    """Each cross-attention head's AER now on the in-domain gold set of a ``TranslationModule``'s pair (the views show
+    it beside each head, at every validation), with the set's name; None for a pair without one."""
+    if getattr(module, "tokenizer", None) is None:  # a module that was never set up with its data
+        return None
+    report = alignment_report(module.model, module.tokenizer, module.pair, only=gold_set, aligned=module.aligned)
+    scores = report.get(gold_set)
+    return {"set": gold_set, **scores} if scores and scores["pairs"] else None

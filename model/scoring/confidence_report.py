@@ -1,57 +1,38 @@
-"""A run's confidence marks: set by its validation split at the end of training, scored on its test split.
-
-``scripts/calibrate.py`` sets them for a run from before, through ``translate.py``'s pipeline (per sentence of each
-line, where this reads the split's rows as training does).
+"""A run's confidence marks: set by its validation split, scored on its test split, both translated through the
+``Translator`` (``translate.py``'s pipeline): at the end of training, and by ``scripts/calibrate.py`` for a run
+from before.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 from sacrebleu.metrics import BLEU, CHRF
+from torchmetrics.functional.classification import binary_auroc
 
 from data.atomic_file import write_text_atomically
 from data.languages import bleu_tokenizer
-from data.sampler import pad_batch
-from model.confidence import (Calibration, Confidence, auroc, beam_agreements, calibrate, confidence,
-                              length_ratios)
+from model.confidence import Calibration, Confidence, calibrate, length_ratios
 from model.inference.run_folder import CALIBRATION_FILE
-from model.search import Output, SearchConfig, search
-from model.transformer import Seq2SeqTransformer
+from model.inference.translator import Translation, Translator
 
 CALIBRATION_SENTENCES = 2000  # validation sentences that set the marks: their quantiles move by < 1% beyond
 BAD_CHRF, BAD_BLEU, GOOD_CHRF = 30.0, 20.0, 60.0  # sentence chrF / BLEU below which a translation is bad; good above
-Decode = Callable[[list[list[int]]], list[str]]  # output ids to text (the tokenizer's ``decode_tgt``)
 
 
-@torch.no_grad()
-def searched(model: Seq2SeqTransformer, sources: list[list[int]], bos_id: int, eos_id: int, config: SearchConfig,
-             batch_size: int = 64) -> list[Output]:
-    """The search's output for each source (ids ending in EOS), in batches of similar length, in their order."""
-    order, found = sorted(range(len(sources)), key=lambda i: len(sources[i])), {}
-    device = next(model.parameters()).device
-    training, _ = model.training, model.eval()
-    try:
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            src = pad_batch([sources[i] for i in rows], model.pad_id).to(device)  # (B, S)
-            found.update(zip(rows, search(model, src, bos_id, eos_id, config)))
-    finally:
-        model.train(training)
-    return [found[i] for i in range(len(sources))]
-
-
-def calibration_of(sources: list[list[int]], outputs: list[Output], eos_id: int, beam_size: int,
-                   decode: Decode) -> Calibration:
-    """The marks' thresholds from a validation split's sources and their outputs (``decode``: ids to text, for
-    the agreement)."""
-    return calibrate([output.score for output in outputs],
-                     length_ratios(sources, [output.ids for output in outputs], eos_id), beam_size,
-                     beam_agreements(outputs, decode))
+def calibration_from(translator: Translator, sources: list[str]) -> Calibration | None:
+    """The marks' thresholds from a validation split's ``sources`` as ``translator`` translates them, sentence by
+    sentence; None without a sentence or where the engine gives no scores."""
+    sentences = [sentence for line in translator.translate(sources) for sentence in line.sentences]
+    if not sentences or any(sentence.confidence.score is None for sentence in sentences):
+        return None
+    ratios = length_ratios([s.src_ids for s in sentences], [s.output_ids for s in sentences],
+                           translator.tokenizer.eos_id)
+    return calibrate([s.confidence.score for s in sentences], ratios, translator.settings.search.beam_size,
+                     [s.confidence.agreement for s in sentences])
 
 
 def save_calibration(run_folder: Path, calibration: Calibration) -> None:
@@ -59,13 +40,14 @@ def save_calibration(run_folder: Path, calibration: Calibration) -> None:
     write_text_atomically(run_folder / CALIBRATION_FILE, json.dumps(asdict(calibration), indent=2))
 
 
-def confidences(sources: list[list[int]], outputs: list[Output], eos_id: int, calibration: Calibration,
-                decode: Decode, cut: list[bool] | None = None) -> list[Confidence]:
-    """Each output's score, agreement, flags and mark (the sources as the model read them; ``cut``: which were
-    truncated)."""
-    cut = cut or [False] * len(sources)
-    return [confidence(src, output, eos_id, was_cut, calibration, agreement)
-            for src, output, was_cut, agreement in zip(sources, outputs, cut, beam_agreements(outputs, decode))]
+def auroc(scores: list[float], bad: list[bool]) -> float | None:
+    """How well low ``scores`` tell the ``bad`` from the rest (torchmetrics' AUROC: ties count half); 0.5 is chance,
+    1 perfect. None when either kind is missing."""
+    if all(bad) or not any(bad):
+        return None
+    x = torch.tensor(scores, dtype=torch.float64)
+    lowness = (x.max() - x) / (x.max() - x.min()).clamp(min=1e-300)  # in [0, 1]: read as probabilities, not logits
+    return binary_auroc(lowness, torch.tensor(bad, dtype=torch.long)).item()
 
 
 def share(flags: list[bool]) -> float | None:
@@ -77,6 +59,13 @@ def marked(marks: list[bool], bad: list[bool]) -> dict:
     hits = sum(m and b for m, b in zip(marks, bad))
     return {"share": share(marks), "precision": round(hits / sum(marks), 4) if any(marks) else None,
             "recall": round(hits / sum(bad), 4) if any(bad) else None}
+
+
+def translations_quality(translations: list[Translation], references: list[list[str]], target_lang: str) -> dict:
+    """``confidence_quality`` of translated lines (each line's least sure sentence's marks), empty lines left out."""
+    scored = [(t, refs) for t, refs in zip(translations, references) if t.confidence is not None]
+    return confidence_quality([t.confidence for t, _ in scored], [t.text for t, _ in scored],
+                              [refs for _, refs in scored], target_lang)
 
 
 def confidence_quality(found: list[Confidence], hypotheses: list[str], references: list[list[str]],

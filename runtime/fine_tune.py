@@ -1,4 +1,4 @@
-"""``train.py init_from=RUN``: a new run that starts from a trained run's weights, with its tokenizer, copy-slot
+"""``train.py init_from=RUN`` (read by ``runtime.attach``): a new run that starts from a trained run's weights, with its tokenizer, copy-slot
 rules and model shape, on another corpus (``data.corpus_path``), the starting run's corpus mixed back in
 (``data.replay``) and evaluated beside the new one. The learning recipe is ``experiment=finetune``'s.
 
@@ -21,7 +21,6 @@ from data.datamodule import CORPUS_KEYS
 from data.languages import pair_of
 from model.inference.run_folder import RunLoadError, open_run
 from runtime.settings import SettingsError
-from runtime.stop_and_clock import resume_point
 
 log = logging.getLogger("train")
 
@@ -34,9 +33,9 @@ class StartingRun:
     folder: Path
     weights: dict[str, torch.Tensor]
 
-    def load_into(self, model: torch.nn.Module, cfg: DictConfig) -> None:
-        """The starting weights into ``model``, unless the run resumes from a checkpoint of its own."""
-        if cfg.get("ckpt_path") or resume_point(Path(cfg.paths.output_dir)) is not None:
+    def load_into(self, model: torch.nn.Module, resumes: bool) -> None:
+        """The starting weights into ``model``, unless the run ``resumes`` from a checkpoint of its own."""
+        if resumes:
             log.info("a fine-tune resumes from its own checkpoint (started from %s)", self.checkpoint)
             return
         model.load_state_dict(self.weights)
