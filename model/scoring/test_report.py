@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import lightning as L
 
 from data.atomic_file import atomic_file, write_text_atomically
 from data.copy_cases import cases, copy_shares
-from data.fragments import Fragment, fragments
+from data.fragments import LONGEST, Fragment, fragments, is_word, words
 from data.splits import column
 from model.inference.run_folder import RunSettings
 from model.inference.search_backends import OurSearch
@@ -54,11 +53,12 @@ def remembering(translator: Translator) -> tuple[Callable[[list[str]], list[str]
 
 
 def test_fragments(datamodule: L.LightningDataModule, sources: list[str], references: list[list[str]]) -> list[Fragment]:
-    """The test split's short text (``data/fragments.py``), its pairs word-aligned beside a sample of training pairs."""
+    """The test split's short text (``data/fragments.py``), its pairs word-aligned beside training sentences of more
+    than ``LONGEST`` words (never the phrase pairs ``data.short_text`` adds: every run cuts the same fragments)."""
     train = datamodule.splits["train"]
-    rows = sorted(random.Random(0).sample(range(len(train)), min(len(train), CONTEXT_PAIRS)))
-    context = list(zip(column(train.select(rows), "src"), column(train.select(rows), "tgt")))
-    return fragments(sources, references, context)
+    sentences = [(source, target) for source, target in zip(column(train, "src"), column(train, "tgt"))
+                 if sum(map(is_word, words(source))) > LONGEST]
+    return fragments(sources, references, sentences[:: max(1, len(sentences) // CONTEXT_PAIRS)])
 
 
 def scored_short_text(trainer: L.Trainer, pl_module: L.LightningModule, translate: Callable[[list[str]], list[str]],
