@@ -7,8 +7,7 @@
     # on the way out: where the time went (time_split.json), the run folder let go
 
 Inside: the settings refused in one line (config_checks.py), a fine-tune's starting run (fine_tune.py), machine and
-precision, the run folder, stops and checkpoints, the non-finite guard, the time split, and the
-weights' moving average (`averaging=ema`, weight_averaging.py).
+precision, the run folder, stops and checkpoints, the non-finite guard and the time split.
 """
 
 import json
@@ -74,7 +73,7 @@ class Run:
     def trainer_parts(self, callbacks: list[L.Callback]) -> dict:
         """The Trainer's callbacks, plugins and precision, around the configured ``callbacks``."""
         for callback in callbacks:
-            if getattr(callback, "clock", False) is None:  # the views, the averaging: timed on the run's clock
+            if getattr(callback, "clock", False) is None:  # the views: timed on the run's clock
                 callback.clock = self.clock
         return {"callbacks": [self.time_split, *callbacks, self.stop], "plugins": [self.checkpoint_io],
                 "precision": self.cfg.runtime.precision}

@@ -10,7 +10,7 @@ import torch
 
 from model.training.trainer_state import is_logging_step
 
-PHASES = ("data", "steps", "averaging", "validation", "views", "checkpoints", "test", "rest")
+PHASES = ("data", "steps", "validation", "views", "checkpoints", "test", "rest")
 
 
 def split_line(split: dict) -> str:

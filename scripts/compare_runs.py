@@ -30,7 +30,7 @@ COLUMNS = ["variant", "params (M)", "steps", "tokens/s", "best val BLEU", "best 
            *[f"{what} to {mark}" for mark in MARKS for what in ("minutes", "steps")]]
 
 
-SPLIT_COLUMNS = ["variant", "wall min", "steps", "averaging", "validation", "views", "checkpoints", "data", "test",
+SPLIT_COLUMNS = ["variant", "wall min", "steps", "validation", "views", "checkpoints", "data", "test",
                  "rest", "tokens/s (steps)", "tokens/s (wall)"]
 
 

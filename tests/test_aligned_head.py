@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from helpers import compose_train, small_datamodule, small_model, tiny_model
-from model.training.aligned_head import aligned_index, aligned_position, alignment_loss
-from model.training.schedule import inverse_sqrt_schedule
+from model.training.aligned_head import aligned_index, alignment_loss
+from model.training.schedule import budget_schedule
 from model.training.translation_module import TranslationModule
 
 
@@ -20,7 +20,9 @@ def test_the_aligned_head_is_counted_from_one_and_from_the_end():
     for layers, heads, layer, head in ((3, 4, 4, 1), (3, 4, -4, 1), (3, 4, 1, 5), (2, 0, None, 1)):
         with pytest.raises(ValueError, match="no such cross-attention head"):
             aligned_index(layers, heads, layer, head)
-    assert aligned_position(tiny_model(num_decoder_layers=3), -1, 2) == (2, 1)
+    module = TranslationModule(tiny_model(num_decoder_layers=3), torch.optim.AdamW, budget_schedule(4),
+                               alignment_weight=0.5, aligned_layer=-1, aligned_head=2)
+    assert module.aligned == (2, 1)  # read from the model's decoder
 
 
 def test_the_loss_is_the_mean_cross_entropy_toward_the_aligned_source_token():
@@ -53,7 +55,7 @@ def test_training_pulls_the_aligned_head_and_logs_its_loss(tmp_path):
     assert batch["alignment"].shape == batch["tgt_out"].shape and (batch["alignment"] >= 0).any()
     assert "alignment" not in next(iter(datamodule.val_dataloader()))  # training only
     module = TranslationModule(small_model(datamodule), lambda p: torch.optim.AdamW(p, lr=1e-2),
-                               inverse_sqrt_schedule(4), val_bleu_samples=4, alignment_weight=0.5)
+                               budget_schedule(4, "inverse_sqrt"), val_bleu_samples=4, alignment_weight=0.5)
     trainer = L.Trainer(max_steps=30, limit_val_batches=0, log_every_n_steps=5, logger=L.pytorch.loggers.CSVLogger(
         tmp_path), enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
     trainer.fit(module, datamodule=datamodule)

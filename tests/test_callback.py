@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from helpers import explorer_data, small_datamodule, tiny_model
-from model.training.schedule import inverse_sqrt_schedule
+from model.training.schedule import budget_schedule
 from model.training.translation_module import TranslationModule
 from model.views.callback import AttentionViews, host_copy
 from model.views.statistics import attention_statistics
@@ -25,7 +25,7 @@ def trained(tmp_path_factory):
     datamodule = small_datamodule(folder)
     vocab = datamodule.src_vocab_size
     module = TranslationModule(tiny_model(vocab, num_heads=2, num_encoder_layers=1, num_decoder_layers=1),
-                               lambda params: torch.optim.AdamW(params, lr=1e-2), inverse_sqrt_schedule(4),
+                               lambda params: torch.optim.AdamW(params, lr=1e-2), budget_schedule(4, "inverse_sqrt"),
                                val_bleu_samples=10)
     trainer = L.Trainer(max_steps=6, val_check_interval=3, check_val_every_n_epoch=None, logger=False,
                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
@@ -97,7 +97,7 @@ def test_training_goes_on_while_the_pictures_are_drawn(tmp_path):
     datamodule = small_datamodule(tmp_path)
     module = TranslationModule(tiny_model(datamodule.src_vocab_size, num_heads=2, num_encoder_layers=1,
                                           num_decoder_layers=1),
-                               lambda params: torch.optim.AdamW(params, lr=1e-2), inverse_sqrt_schedule(4),
+                               lambda params: torch.optim.AdamW(params, lr=1e-2), budget_schedule(4, "inverse_sqrt"),
                                val_bleu_samples=10)
     marker = str(tmp_path / "release")
     views = AttentionViews(sentences=1, background=True)  # the GPU's way, on the CPU

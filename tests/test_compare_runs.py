@@ -47,7 +47,7 @@ def test_compare_runs_makes_the_table_and_the_plot(sweep, tmp_path):
     assert (tmp_path / "val_bleu.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # Where each run's time went, from its time_split.json.
     table = (tmp_path / "time_split.md").read_text().splitlines()
-    assert table[0].startswith("| variant | wall min | steps | averaging | validation | views | checkpoints |")
+    assert table[0].startswith("| variant | wall min | steps | validation | views | checkpoints |")
     assert len(table) == 4
     assert "where the wall time went:" in result.stdout and "| model.positional=none |" in table[3]
 

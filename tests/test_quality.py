@@ -10,7 +10,7 @@ import torch
 from helpers import small_datamodule, small_model
 from model.search import SearchConfig
 from model.scoring.time_to_quality import QualityMarks
-from model.training.schedule import inverse_sqrt_schedule
+from model.training.schedule import budget_schedule
 from model.scoring.test_report import TestReport
 from model.training.translation_module import TranslationModule
 
@@ -22,7 +22,7 @@ def datamodule(tmp_path_factory):
 
 def test_the_first_time_validation_bleu_reaches_a_mark_is_kept(datamodule, tmp_path, caplog):
     module = TranslationModule(small_model(datamodule), lambda params: torch.optim.AdamW(params, lr=1e-2),
-                               inverse_sqrt_schedule(4), SearchConfig(beam_size=1, max_len_a=1.0, max_len_b=3),
+                               budget_schedule(4, "inverse_sqrt"), SearchConfig(beam_size=1, max_len_a=1.0, max_len_b=3),
                                val_bleu_samples=10)
     marks = QualityMarks(marks=(0, 1000))  # 0: reached at the first validation
     trainer = L.Trainer(max_steps=6, val_check_interval=3, check_val_every_n_epoch=None, logger=False,

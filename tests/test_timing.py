@@ -6,7 +6,7 @@ import torch
 
 import runtime.timing as timing
 from helpers import small_datamodule, tiny_model
-from model.training.schedule import inverse_sqrt_schedule
+from model.training.schedule import budget_schedule
 from runtime.timing import PHASES, RunClock, TimeSplit, split_line
 from model.training.translation_module import TranslationModule
 
@@ -47,7 +47,7 @@ def test_phases_are_exclusive_and_the_rest_is_what_none_claimed(fake_time):
         fake_time.now += 1
     split = clock.split(steps=3, tokens=3000)
     assert split["wall_s"] == 40
-    assert split["seconds"] == {"data": 10, "steps": 15, "averaging": 0, "validation": 5, "views": 3,
+    assert split["seconds"] == {"data": 10, "steps": 15, "validation": 5, "views": 3,
                                 "checkpoints": 2, "test": 0, "rest": 5}
     assert sum(split["share"].values()) == pytest.approx(1.0)
     assert split["tokens_per_s_steps"] == 200 and split["tokens_per_s_wall"] == 75
@@ -72,7 +72,7 @@ def test_the_callback_times_steps_and_validation_and_counts_real_tokens(tmp_path
     datamodule = small_datamodule(tmp_path)
     module = TranslationModule(tiny_model(datamodule.src_vocab_size, num_heads=2, num_encoder_layers=1,
                                           num_decoder_layers=1),
-                               lambda params: torch.optim.AdamW(params, lr=1e-2), inverse_sqrt_schedule(4),
+                               lambda params: torch.optim.AdamW(params, lr=1e-2), budget_schedule(4, "inverse_sqrt"),
                                val_bleu_samples=4)
 
     class RealTokens(L.Callback):

@@ -8,13 +8,11 @@ from types import SimpleNamespace
 import lightning as L
 import pytest
 import torch
-from lightning.pytorch.callbacks import WeightAveraging
 from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.loops.fit_loop import _FitLoop
 from lightning.pytorch.loops.training_epoch_loop import _TrainingEpochLoop
 
-from model.training.trainer_state import (averaged_model, fitting, is_logging_step, take_lightning_sigterm,
-                                         without_anonymous)
+from model.training.trainer_state import (fitting, is_logging_step, take_lightning_sigterm, without_anonymous)
 
 
 class Logs(L.LightningModule):
@@ -74,12 +72,3 @@ def test_the_wandb_logger_passes_anonymous_none_and_without_anonymous_drops_it(t
     without_anonymous(logger)
     assert "anonymous" not in logger._wandb_init and logger._wandb_init["dir"] == str(tmp_path)
 
-
-def test_averaged_model_is_the_copy_weight_averaging_swaps_in_for_validation():
-    module, callback = Logs(), WeightAveraging()
-    with pytest.raises(RuntimeError, match="no averaged model before fit starts"):
-        averaged_model(callback)
-    callback.setup(L.Trainer(logger=False), module, "fit")
-    torch.nn.init.constant_(averaged_model(callback).module.weight, 7.0)
-    callback.on_validation_epoch_start(None, module)  # Lightning's swap: the averaged copy's weights in the module
-    assert module.weight.item() == 7.0 and averaged_model(callback).module.weight.item() == 1.0

@@ -16,7 +16,7 @@ from helpers import small_datamodule, small_model
 from model.search import SearchConfig, search, sentence_attention
 from model.training.metrics import corpus_scores
 from model.training.quality import ScoredEarlyStopping
-from model.training.schedule import budget_schedule, inverse_sqrt_schedule
+from model.training.schedule import budget_schedule
 from model.training.translation_module import TranslationModule, label_smoothed_loss
 import runtime.stop_and_clock as stop_and_clock
 from runtime.stop_and_clock import StopAndClock
@@ -141,7 +141,7 @@ def trained(datamodule, tmp_path_factory):
     """A tiny model fitted for 6 steps on a generated corpus, validating at the end."""
     folder = tmp_path_factory.mktemp("module")
     model = small_model(datamodule)
-    module = TranslationModule(model, lambda params: torch.optim.AdamW(params, lr=1e-2), inverse_sqrt_schedule(4),
+    module = TranslationModule(model, lambda params: torch.optim.AdamW(params, lr=1e-2), budget_schedule(4, "inverse_sqrt"),
                                SearchConfig(beam_size=2, max_len_a=1.0, max_len_b=3), val_bleu_samples=10)
     trainer = L.Trainer(max_steps=6, val_check_interval=6, check_val_every_n_epoch=None, logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, default_root_dir=str(folder),
@@ -163,7 +163,7 @@ def test_injected_optimizer_and_schedule_are_used(trained):
     trainer, _, _ = trained
     optimizer, scheduler = trainer.optimizers[0], trainer.lr_scheduler_configs[0].scheduler
     assert isinstance(optimizer, torch.optim.AdamW)
-    assert optimizer.param_groups[0]["lr"] == pytest.approx(1e-2 * inverse_sqrt_schedule(4)(6))
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(1e-2 * budget_schedule(4, "inverse_sqrt")(6))
     assert scheduler.last_epoch == 6
 
 
@@ -269,7 +269,7 @@ def test_no_training_step_reads_the_device_outside_logging_steps(datamodule, tmp
 
 def test_bleu_at_every_second_validation_and_the_loss_at_every_one(datamodule, tmp_path, monkeypatch):
     module = TranslationModule(small_model(datamodule), lambda params: torch.optim.AdamW(params, lr=1e-2),
-                               inverse_sqrt_schedule(4), SearchConfig(beam_size=1, max_len_a=1.0, max_len_b=3),
+                               budget_schedule(4, "inverse_sqrt"), SearchConfig(beam_size=1, max_len_a=1.0, max_len_b=3),
                                val_bleu_samples=10, val_bleu_every=2)
     translated, logged = [], []
     real_translate = module._translate

@@ -5,14 +5,6 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from model.transformer import Seq2SeqTransformer
-
-
-def aligned_position(model: Seq2SeqTransformer, layer: int | None, head: int) -> tuple[int, int]:
-    """The aligned head of ``model`` as (decoder layer, head), both from 0 (``aligned_index``)."""
-    cross = model.decoder_layers[0].cross_attn if len(model.decoder_layers) else None
-    return aligned_index(len(model.decoder_layers), cross.num_heads if cross is not None else 0, layer, head)
-
 
 def aligned_index(layers: int, heads: int, layer: int | None, head: int) -> tuple[int, int]:
     """The aligned head as (decoder layer, head), both from 0, from the settings' ``layer`` (from 1; negative: from the

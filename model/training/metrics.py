@@ -38,15 +38,10 @@ def corpus_scores(hypotheses: list[str], references: list[list[str]], target_lan
     return Scores(bleu_score.score, chrf_score.score, str(bleu.get_signature()), str(chrf.get_signature()))
 
 
-def distributed() -> bool:
-    """Several processes train together (DDP): what one rank decides alone, the others must hear."""
-    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
-
-
 def gathered(hypotheses: dict[int, Any]) -> dict[int, Any]:
     """Every rank's hypotheses (by sentence index) under DDP; this rank's alone otherwise."""
-    if distributed():
-        parts: list[dict[int, Any]] = [{} for _ in range(dist.get_world_size())]
-        dist.all_gather_object(parts, hypotheses)
-        return {k: v for part in parts for k, v in part.items()}
-    return hypotheses
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return hypotheses
+    parts: list[dict[int, Any]] = [{} for _ in range(dist.get_world_size())]
+    dist.all_gather_object(parts, hypotheses)  # each rank scored its own share of the sentences
+    return {k: v for part in parts for k, v in part.items()}

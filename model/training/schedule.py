@@ -16,7 +16,7 @@ DECAYS = ("linear", "cosine", "inverse_sqrt")
 
 
 def schedule_problems(settings: Mapping, prefix: str = "") -> list[str]:
-    """What ``budget_schedule`` (or ``inverse_sqrt_schedule``) refuses among ``settings``, one phrase each."""
+    """What ``budget_schedule`` refuses among ``settings``, one phrase each."""
     problems = []
     warmup = settings.get("warmup_steps", 1)
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 1:
@@ -29,41 +29,25 @@ def schedule_problems(settings: Mapping, prefix: str = "") -> list[str]:
     return problems
 
 
-def inverse_sqrt_schedule(warmup_steps: int) -> Schedule:
-    """Linear warm-up to 1 over ``warmup_steps``, then 1/√step decay (Vaswani et al., 2017); never reaches zero.
+def budget_schedule(warmup_steps: int, decay: str = "linear", final: float = 0.0) -> Schedule:
+    """Linear warm-up over ``warmup_steps``, times a decay from 1 to ``final`` over the budget: "linear" (1 - p),
+    "cosine" (½(1 + cos πp)) or "inverse_sqrt" (1/√step after the warm-up, Vaswani et al. 2017; never reaching zero,
+    every decay's fallback without a budget).
 
-    >>> factor = inverse_sqrt_schedule(100)
-    >>> factor(50, None), factor(100, None), factor(400, 0.9)
-    (0.5, 1.0, 0.5)
+    >>> factor = budget_schedule(100)
+    >>> factor(50, 0.0), factor(100, 0.0), factor(1000, 0.5), factor(2000, 1.0), factor(400, None)
+    (0.5, 1.0, 0.5, 0.0, 0.5)
     """
-    if problems := schedule_problems({"warmup_steps": warmup_steps}):
+    if problems := schedule_problems({"warmup_steps": warmup_steps, "decay": decay, "final": final}):
         raise ValueError("; ".join(problems))
 
     def factor(step: int, progress: float | None = None) -> float:
         step = max(step, 1)
-        return min(step / warmup_steps, math.sqrt(warmup_steps / step))
-
-    return factor
-
-
-def budget_schedule(warmup_steps: int, decay: str = "linear", final: float = 0.0) -> Schedule:
-    """Linear warm-up over ``warmup_steps``, times a decay from 1 to ``final`` over the budget: "linear" (1 - p),
-    "cosine" (½(1 + cos πp)) or "inverse_sqrt" (``inverse_sqrt_schedule``: every decay's fallback without a budget).
-
-    >>> factor = budget_schedule(100)
-    >>> factor(50, 0.0), factor(100, 0.0), factor(1000, 0.5), factor(2000, 1.0)
-    (0.5, 1.0, 0.5, 0.0)
-    """
-    if problems := schedule_problems({"warmup_steps": warmup_steps, "decay": decay, "final": final}):
-        raise ValueError("; ".join(problems))
-    fallback = inverse_sqrt_schedule(warmup_steps)
-
-    def factor(step: int, progress: float | None = None) -> float:
-        if progress is None or decay == "inverse_sqrt":
-            return fallback(step)
+        if progress is None or decay == "inverse_sqrt":  # no budget (or none followed): 1/√step after warm-up
+            return min(step / warmup_steps, math.sqrt(warmup_steps / step))
         p = min(max(progress, 0.0), 1.0)
         shape = 1.0 - p if decay == "linear" else 0.5 * (1.0 + math.cos(math.pi * p))
-        return min(max(step, 1) / warmup_steps, 1.0) * (final + (1.0 - final) * shape)  # warm-up · decay
+        return min(step / warmup_steps, 1.0) * (final + (1.0 - final) * shape)  # warm-up · decay
 
     return factor
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import lightning as L
-from lightning.pytorch.callbacks import WeightAveraging
-from torch.optim.swa_utils import AveragedModel
 
 
 def fitting(trainer: L.Trainer) -> bool:
@@ -30,9 +28,3 @@ def without_anonymous(logger) -> None:
     """Drop the ``anonymous=None`` Lightning passes to ``wandb.init``: wandb >= 0.22 prints a deprecation for it."""
     logger._wandb_init.pop("anonymous", None)
 
-
-def averaged_model(callback: WeightAveraging) -> AveragedModel:
-    """The ``AveragedModel`` Lightning's ``WeightAveraging`` keeps (built when fit starts; private, no accessor)."""
-    if callback._average_model is None:
-        raise RuntimeError("WeightAveraging has no averaged model before fit starts")
-    return callback._average_model

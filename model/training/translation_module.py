@@ -16,7 +16,7 @@ from torch import Tensor
 
 from data.languages import LanguagePair
 from model.search import Output, SearchConfig, search, sentence_attention
-from model.training.aligned_head import aligned_position, alignment_loss
+from model.training.aligned_head import aligned_index, alignment_loss
 from model.training.metrics import Scores, corpus_scores, gathered
 from model.training.schedule import Schedule, TimeBudget, training_progress
 from model.training.trainer_state import fitting, is_logging_step
@@ -56,15 +56,15 @@ class TranslationModule(L.LightningModule):
                  guard: Guard | None = None, time_budget: TimeBudget | None = None, alignment_weight: float = 0.0,
                  aligned_layer: int | None = None, aligned_head: int = 1) -> None:
         super().__init__()
-        if problems := module_problems({"val_bleu_every": val_bleu_every, "label_smoothing": label_smoothing,
-                                        "val_bleu_samples": val_bleu_samples, "alignment_weight": alignment_weight,
-                                        "aligned_layer": aligned_layer, "aligned_head": aligned_head}):
-            raise ValueError("; ".join(problems))
         # Plain values only (no modules, no callables): checkpoints stay loadable with weights_only=True.
         self.save_hyperparameters(ignore=["model", "optimizer", "schedule", "search", "guard", "time_budget"])
+        if problems := module_problems(self.hparams):
+            raise ValueError("; ".join(problems))
         self.model, self.optimizer_factory, self.schedule = model, optimizer, schedule
         # The aligned head as (layer, head) from 0, where a loss pulls one head toward word alignments; else None.
-        self.aligned = aligned_position(model, aligned_layer, aligned_head) if alignment_weight > 0 else None
+        heads = model.decoder_layers[0].cross_attn.num_heads if len(model.decoder_layers) else 0
+        self.aligned = (aligned_index(len(model.decoder_layers), heads, aligned_layer, aligned_head)
+                        if alignment_weight > 0 else None)
         self.guard = guard  # runtime/non_finite.NonFiniteGuard, or None: Lightning's own clipping
         self.time_budget = time_budget  # the run machinery's clock, or None: progress in steps
         self.search_config = search  # test: as configured; validation: greedy, same length limits
@@ -105,12 +105,11 @@ class TranslationModule(L.LightningModule):
             logits, weights = self.model.forward_aligned(*arguments, *self.aligned, output_mask=output_mask)
         else:
             logits = self.model(*arguments, output_mask=output_mask)
-        smoothing = self.hparams.label_smoothing
-        if on_cpu:
-            loss, nll, accuracy = label_smoothed_loss(logits, batch["tgt_out"][real], smoothing)  # logits (N, vocab)
+        if on_cpu:  # logits (N, vocab)
+            loss, nll, accuracy = label_smoothed_loss(logits, batch["tgt_out"][real], self.hparams.label_smoothing)
         else:
-            loss, nll, accuracy = label_smoothed_loss(logits.flatten(0, 1), batch["tgt_out"].flatten(), smoothing,
-                                                      real.flatten())
+            loss, nll, accuracy = label_smoothed_loss(logits.flatten(0, 1), batch["tgt_out"].flatten(),
+                                                      self.hparams.label_smoothing, real.flatten())
         aligning = alignment_loss(weights, batch["alignment"]) if guided else loss.new_zeros(())
         return loss + self.hparams.alignment_weight * aligning, nll, accuracy, aligning
 
@@ -127,11 +126,6 @@ class TranslationModule(L.LightningModule):
             self._log_training_metrics()
         return {"loss": loss, "tokens": tokens}  # the real tokens reach the callbacks (the time split counts them)
 
-    def check_finite(self) -> None:
-        """Raise ``NonFiniteLossError`` if a training step so far had a non-finite loss (reads the device)."""
-        if self.guard is not None:
-            self.guard.check()
-
     def _log_training_metrics(self) -> None:
         """Means since the last logging step, read from the device in one transfer, to the loggers and the bar."""
         means = self._sums / self._summed_steps
@@ -144,7 +138,7 @@ class TranslationModule(L.LightningModule):
             metrics["train/alignment_loss"] = aligning
         if self._window_start is not None:  # tokens over the time since the last logging step
             metrics["train/tokens_per_s"] = tokens * self._summed_steps / max(now - self._window_start, 1e-9)
-        self.log_dict(metrics, on_step=True, on_epoch=False, batch_size=1)
+        self.log_dict(metrics)  # in training_step: on this step alone, no batch size to infer
         self.progress_metrics = {"loss": round(loss, 3)}
         self._sums, self._summed_steps, self._window_start = None, 0, now
 
@@ -153,7 +147,8 @@ class TranslationModule(L.LightningModule):
             self._window_start = time.perf_counter()
 
     def on_train_end(self) -> None:
-        self.check_finite()  # the steps after the last logging step
+        if self.guard is not None:
+            self.guard.check()  # the steps after the last logging step had finite losses (reads the device)
 
     def on_train_start(self) -> None:
         self._sums, self._summed_steps, self._window_start = None, 0, None
@@ -178,29 +173,20 @@ class TranslationModule(L.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
     # -- validation: loss + greedy BLEU on a fixed subset + attention maps; test: beam ----
-    def _translate(self, batch: dict[str, Tensor], rows: Tensor, split: str,
-                   config: SearchConfig) -> dict[int, tuple[str, Output]]:
-        """The translations of a batch's ``rows`` (copy slots filled from their sources) and the search's outputs
-        they were decoded from, by sentence index."""
+    def _translate(self, batch: dict[str, Tensor], rows: Tensor, split: str, config: SearchConfig) -> None:
+        """Translate a batch's ``rows`` (copy slots filled from their sources) into the split's hypotheses."""
         indices, sources = batch["index"][rows].tolist(), self.texts[split][0]
         outputs = search(self.model, batch["src"][rows], self.tokenizer.bos_id, self.tokenizer.eos_id, config)
         texts = self.tokenizer.decode_tgt([output.ids for output in outputs], [sources[i] for i in indices])
-        return dict(zip(indices, zip(texts, outputs)))
-
-    @staticmethod
-    def metric_prefix(split: str) -> str:
-        """``val``, ``test``; a fine-tune's original corpus: ``val_original``, ``test_original``."""
-        return split.replace("validation", "val")
+        self._hypotheses.setdefault(split, {}).update(zip(indices, zip(texts, outputs)))
 
     def _log_evaluation(self, batch: dict[str, Tensor], split: str) -> None:
         loss, nll, accuracy, _ = self._losses(batch)
-        stage = self.metric_prefix(split)
+        stage = split.replace("validation", "val")  # val, test; a fine-tune's original corpus: val_original, ...
         self.log_dict({f"{stage}/loss": loss, f"{stage}/ppl": nll.exp(), f"{stage}/accuracy": accuracy},
-                      on_step=False, on_epoch=True, batch_size=batch["src"].size(0), sync_dist=True,
-                      add_dataloader_idx=False)
+                      batch_size=batch["src"].size(0), sync_dist=True, add_dataloader_idx=False)
 
     def on_validation_epoch_start(self) -> None:
-        self._hypotheses = {split: {} for split in self.evaluated["validation"]}
         in_fit = fitting(self.trainer)
         # BLEU at every val_bleu_every-th validation of a fit (always outside one); the others are loss only.
         self.bleu_scored = not in_fit or self._validations % self.hparams.val_bleu_every == 0
@@ -214,23 +200,20 @@ class TranslationModule(L.LightningModule):
         self._log_evaluation(batch, split)
         chosen = batch["index"] < self.hparams.val_bleu_samples  # a fixed subset, the same every epoch
         if self.bleu_scored and chosen.any():
-            self._hypotheses[split].update(self._translate(batch, chosen, split, self.search_config.greedy))
-
-    def on_test_epoch_start(self) -> None:
-        self._hypotheses = {split: {} for split in self.evaluated["test"]}
+            self._translate(batch, chosen, split, self.search_config.greedy)
 
     def test_step(self, batch: dict[str, Tensor], batch_idx: int, dataloader_idx: int = 0) -> None:
         split = self.evaluated["test"][dataloader_idx]
         self._log_evaluation(batch, split)
-        self._hypotheses[split].update(self._translate(batch, slice(None), split, self.search_config))
+        self._translate(batch, slice(None), split, self.search_config)
 
     def _score(self, split: str) -> tuple[list[tuple[str, list[str], str]], Scores]:
         """Log corpus BLEU/chrF of this epoch's hypotheses; return (source, references, hypothesis) rows."""
-        hypotheses = self._hypotheses[split] = gathered(self._hypotheses[split])
+        hypotheses = gathered(self._hypotheses.pop(split, {}))  # taken: the next epoch starts empty
         sources, references = self.texts[split]
         rows = [(sources[i], references[i], hypotheses[i][0]) for i in sorted(hypotheses)]
         scores = corpus_scores([r[2] for r in rows], [r[1] for r in rows], self.pair.target)
-        stage = self.metric_prefix(split)
+        stage = split.replace("validation", "val")
         self.log_dict({f"{stage}/bleu": scores.bleu, f"{stage}/chrf": scores.chrf}, prog_bar=stage in ("val", "test"),
                       add_dataloader_idx=False)
         return rows, scores
@@ -241,7 +224,8 @@ class TranslationModule(L.LightningModule):
             self.validation_rows = scored[0][0]  # time to quality, samples: callbacks
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        self.check_finite()  # never save weights that a non-finite loss may have touched
+        if self.guard is not None:
+            self.guard.check()  # never save weights that a non-finite loss may have touched
         checkpoint["aligned_head"] = self.aligned  # what translate.py's alignments read (None: every head averaged)
 
     def on_test_epoch_end(self) -> None:  # written into the run folder by the TestReport callback
