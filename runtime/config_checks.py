@@ -31,6 +31,9 @@ def check_config(cfg: DictConfig) -> None:
     problems += [OURS_UNDER_TRAINER.format(key) for key in OURS if key in cfg.trainer] + ckpt_path_problems(cfg)
     if data.get("replay") and not cfg.get("init_from"):  # experiment=finetune without a run to start from
         problems.append(f"data.replay={data.replay} mixes in a starting run's corpus: give the run, init_from=...")
+    average = (cfg.get("callbacks") or {}).get("weight_averaging") or {}
+    if "decay" in average and not (isinstance(average.decay, float) and 0 < average.decay < 1):
+        problems.append(f"callbacks.weight_averaging.decay={average.decay!r} must be between 0 and 1")
     if not problems and data.max_sentence_len > model.max_len:
         problems.append(f"data.max_sentence_len={data.max_sentence_len} exceeds model.max_len={model.max_len}")
     if not problems and module.get("alignment_weight"):  # the aligned head must exist

@@ -70,6 +70,8 @@ def settle_settings(cfg: DictConfig, machine: Machine) -> None:
             cfg.runtime.asynchronous_checkpoints = machine.gpu
         if (views := cfg.get("callbacks", {}).get("attention_views")) is not None and views.get("background") == "auto":
             views.background = machine.gpu  # views drawn beside training: a CPU's cores are all training's
+        if (average := cfg.get("callbacks", {}).get("weight_averaging")) is not None and average.get("device") == "auto":
+            average.device = "cuda" if machine.gpu else "cpu"  # Lightning copies the weights before they move there
     if machine.gpu and cfg.runtime.precision in ("32-true", "32", 32):  # TF32 tensor cores: ~8x, 10-bit mantissa
         torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
 

@@ -23,6 +23,10 @@ def test_the_aligned_head_is_counted_from_one_and_from_the_end():
     module = TranslationModule(tiny_model(num_decoder_layers=3), torch.optim.AdamW, budget_schedule(4),
                                alignment_weight=0.5, aligned_layer=-1, aligned_head=2)
     assert module.aligned == (2, 1)  # read from the model's decoder
+    no_cross = tiny_model(cross_attention=False)  # the ablation: nothing to align, nothing refused without the loss
+    assert TranslationModule(no_cross, torch.optim.AdamW, budget_schedule(4)).aligned is None
+    with pytest.raises(ValueError, match="no such cross-attention head"):
+        TranslationModule(no_cross, torch.optim.AdamW, budget_schedule(4), alignment_weight=0.5)
 
 
 def test_the_loss_is_the_mean_cross_entropy_toward_the_aligned_source_token():

@@ -40,7 +40,8 @@ def machine_with(monkeypatch):
 
 
 @pytest.mark.parametrize("gpus, overrides", [(1, []), (0, []), (2, ["trainer=ddp"]), (1, ["experiment=cpu",
-                                                                                         "trainer.accelerator=cpu"])])
+                                                                                         "trainer.accelerator=cpu"]),
+                                             (1, ["averaging=ema"]), (0, ["averaging=ema"])])
 def test_one_decision_reaches_every_component(machine_with, gpus, overrides):
     machine_with(gpus)
     argv = with_recipe(overrides)  # what train.py's command line becomes before Hydra composes
@@ -57,6 +58,8 @@ def test_one_decision_reaches_every_component(machine_with, gpus, overrides):
     assert instantiate(cfg.callbacks.attention_views).background is gpu  # views drawn beside training
     assert cfg.runtime.asynchronous_checkpoints is gpu  # checkpoints written beside training
     assert (cfg.runtime.last_every_minutes is not None) is gpu  # the GPU recipe's timed last.ckpt
+    if "averaging=ema" in overrides:  # the average kept where the weights train
+        assert str(instantiate(cfg.callbacks.weight_averaging)._device) == ("cuda" if gpu else "cpu")
     if gpu:
         assert machine.line() == (f"machine: {'2 × ' if gpus == 2 else ''}NVIDIA H200; recipe: experiment=gpu "
                                   f"(experiment=cpu forces the CPU recipe)")

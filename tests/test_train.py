@@ -220,10 +220,11 @@ def test_one_run_folder_one_writer(tmp_path, data_cache):
     ("data.encoding=klingon", "data.encoding='klingon' is not an encoding Python knows"),
     ("data.replay=-1", "data.replay=-1 must be a number >= 0"),
     ("data.replay=1", r"data.replay=1 mixes in a starting run's corpus: give the run, init_from=\.\.\.$"),
+    ("averaging=ema callbacks.weight_averaging.decay=1.5", "weight_averaging.decay=1.5 must be between 0 and 1"),
 ])
 def test_bad_settings_are_refused_before_any_work(tmp_path, override, message):
     with pytest.raises(SettingsError, match=message):
-        train_in_process(tmp_path / "run", tmp_path / "cache", override)
+        train_in_process(tmp_path / "run", tmp_path / "cache", *override.split())
     assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()  # nothing built or written
 
 

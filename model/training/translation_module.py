@@ -62,9 +62,11 @@ class TranslationModule(L.LightningModule):
             raise ValueError("; ".join(problems))
         self.model, self.optimizer_factory, self.schedule = model, optimizer, schedule
         # The aligned head as (layer, head) from 0, where a loss pulls one head toward word alignments; else None.
-        heads = model.decoder_layers[0].cross_attn.num_heads if len(model.decoder_layers) else 0
-        self.aligned = (aligned_index(len(model.decoder_layers), heads, aligned_layer, aligned_head)
-                        if alignment_weight > 0 else None)
+        self.aligned = None
+        if alignment_weight > 0:  # a decoder without cross-attention (an ablation) has no head to align
+            cross = model.decoder_layers[0].cross_attn if len(model.decoder_layers) else None
+            heads = cross.num_heads if cross is not None else 0
+            self.aligned = aligned_index(len(model.decoder_layers), heads, aligned_layer, aligned_head)
         self.guard = guard  # runtime/non_finite.NonFiniteGuard, or None: Lightning's own clipping
         self.time_budget = time_budget  # the run machinery's clock, or None: progress in steps
         self.search_config = search  # test: as configured; validation: greedy, same length limits
