@@ -189,12 +189,6 @@ class MultiHeadAttention(nn.Module):
         inner = num_heads * d_head
         self.out_proj = nn.Linear(inner, d_model, bias=bias) if out_proj else None
 
-    def head_weights(self, head: int) -> tuple[Tensor, Tensor, Tensor]:
-        """W_Q, W_K, W_V of one head, each (d_head, d_model) as ``nn.Linear`` stores them."""
-        inner = self.num_heads * self.d_head
-        rows = slice(head * self.d_head, (head + 1) * self.d_head)
-        return tuple(self.in_proj_weight[i * inner :][rows] for i in range(3))  # type: ignore[return-value]
-
     def _project(self, x: Tensor, part: slice) -> Tensor:
         """Project with a slice of the packed weights and split heads: (B, L, d) -> (B, H, L, ·)."""
         bias = None if self.in_proj_bias is None else self.in_proj_bias[part]

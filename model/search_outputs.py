@@ -1,15 +1,11 @@
-"""What a search returns: its hypotheses as tensors, each sentence's output as lists, and the log-probability
-the model gives a hypothesis (the float64 recomputation the tests compare the search's own with)."""
+"""What a search returns: its hypotheses as tensors, and each sentence's output as lists."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import torch
 from torch import Tensor
-
-from model.transformer import Seq2SeqTransformer
 
 
 class Hypotheses(NamedTuple):
@@ -41,16 +37,6 @@ class Output:
     def score(self) -> float | None:
         """Mean log-probability per output token (Seq-Logprob): how sure the model was of this output, 0 at best."""
         return None if self.log_prob is None else self.log_prob / max(len(self.ids), 1)
-
-
-@torch.no_grad()
-def sequence_log_prob(model: Seq2SeqTransformer, src: Tensor, hyp: Tensor, bos_id: int, eos_id: int) -> Tensor:
-    """Total log-probability (B,) the model gives to hypotheses ``hyp`` (B, T) up to their EOS."""
-    pad_id = model.pad_id
-    tgt_in = torch.cat([torch.full_like(hyp[:, :1], bos_id), hyp[:, :-1]], dim=1)
-    log_probs = model(src, tgt_in).float().log_softmax(dim=-1)
-    token_lp = log_probs.gather(-1, hyp[..., None]).squeeze(-1)  # (B, T)
-    return token_lp.masked_fill(hyp == pad_id, 0.0).sum(dim=1)
 
 
 def produced(tokens: Tensor, log_probs: Tensor, eos_id: int, pad_id: int) -> list[Output]:

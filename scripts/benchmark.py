@@ -3,7 +3,6 @@
     python scripts/benchmark.py                 # ~6 minutes on a 2-core CPU
     python scripts/benchmark.py --pipeline      # + 430 steps of the real `python train.py` (~3 more minutes)
     python scripts/benchmark.py --quick         # fewer repetitions (a smoke check)
-    python scripts/benchmark.py --decode-only --against model.num_decoder_layers=1 data.vocab_size=4000
 
 The model, optimizer, dropout and precision are the defaults of ``configs/`` (``runtime.precision:
 auto`` resolved on this machine), on a Tatoeba-like batch of ~4,096 tokens per side. Prints:
@@ -13,9 +12,7 @@ auto`` resolved on this machine), on a Tatoeba-like batch of ~4,096 tokens per s
      (``scripts/torch_peer.py``), and what each setting buys, timed interleaved;
   4. (``--pipeline``) tokens/s of ``python train.py`` itself, real batches, against that peer;
   5. greedy decoding: with the KV cache, without, and torch.nn's usual uncached loop
-     (``scripts/benchmark_decoding.py``, which also runs alone);
-  6. (``--against OVERRIDES``) decoding speed of the default's shape against another recipe's (e.g. a
-     search's winner): greedy and beam 5 sentences/s, the two models timed in turns.
+     (``scripts/benchmark_decoding.py``, which also runs alone).
 Each ratio's sides are timed in turns (A, B, A, B, ...) and the median taken: these machines are noisy.
 """
 
@@ -38,8 +35,8 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
-from benchmark_decoding import (PAD, ROOT, SHAPE_KEYS, decoding_against, decoding_section, default_config,
-                                interleaved_times, tatoeba_like_batch)
+from benchmark_decoding import (PAD, ROOT, SHAPE_KEYS, decoding_section, default_config, interleaved_times,
+                                tatoeba_like_batch)
 from runtime.machine import choose_precision, machine_name, matmul_gflops
 from model.training.translation_module import label_smoothed_loss
 from model.transformer import Seq2SeqTransformer
@@ -110,12 +107,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--pipeline", action="store_true", help="also time `python train.py` itself")
     parser.add_argument("--pipeline-steps", type=int, default=400, help="its optimizer steps (after 30 warm-up)")
     parser.add_argument("--sentences", type=int, default=2000, help="sentences for the decoding benchmark")
-    parser.add_argument("--against", nargs="+", metavar="KEY=VALUE", help="another recipe's overrides (section 6)")
-    parser.add_argument("--decode-only", action="store_true", help="only section 6 (needs --against)")
-    args = parser.parse_args()
-    if args.decode_only and not args.against:
-        parser.error("--decode-only times section 6, which needs --against KEY=VALUE ...")
-    return args
+    return parser.parse_args()
 
 
 def main() -> None:
@@ -125,8 +117,6 @@ def main() -> None:
     torch.manual_seed(0)
     cfg = default_config()
     print(f"{machine_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
-    if args.decode_only:
-        return decoding_against(cfg, args.against, 200 if args.quick else args.sentences, 1 if args.quick else 3)
     shape = {k: cfg.model[k] for k in SHAPE_KEYS}
     vocab, dropout = cfg.data.vocab_size, cfg.model.dropout
     fused = bool(cfg.optim.optimizer.get("fused", False))
@@ -162,8 +152,6 @@ def main() -> None:
         pipeline_section(args.pipeline_steps, runners, tokens, peer_rate)
     n_sentences = 200 if args.quick else args.sentences
     decoding_section(default_model.eval(), peer.eval(), vocab, n_sentences, 1 if args.quick else 2)
-    if args.against:
-        decoding_against(cfg, args.against, n_sentences, 1 if args.quick else 2)
 
 
 def profile_section(runners: dict, tokens: dict) -> float:

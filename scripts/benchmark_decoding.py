@@ -1,8 +1,7 @@
 """Decoding speed from ONE run, each ratio's sides timed in turns: ours with and without the KV cache
-against torch.nn's usual uncached loop, and the default's shape against another recipe's.
+against torch.nn's usual uncached loop; on a trained run, scores and alignments on against off.
 
     python scripts/benchmark_decoding.py                                 # section 5 of scripts/benchmark.py
-    python scripts/benchmark_decoding.py --against model.num_decoder_layers=1 data.vocab_size=4000
     python scripts/benchmark_decoding.py --run outputs/my_run --lines test.en   # scores, alignments on against off
 
 Random weights and no EOS: every sentence runs the full length in both implementations. Also the
@@ -19,7 +18,7 @@ from pathlib import Path
 import torch
 from hydra import compose, initialize_config_dir
 
-from model.search import SearchConfig, greedy_decode, search
+from model.search import SearchConfig, greedy_decode
 from runtime.machine import machine_name
 from model.transformer import Seq2SeqTransformer
 
@@ -92,34 +91,8 @@ def decoding_section(model, peer, vocab: int, n_sentences: int, repeats: int) ->
     print(f"   ratio cached / torch.nn greedy  = {dec['torch.nn uncached'] / dec['cached']:.2f}x")
 
 
-def decoding_against(cfg, overrides: list[str], n_sentences: int, repeats: int) -> None:
-    """6. Sentences/s of greedy and beam-5 search, the default's shape and vocabulary against those
-    ``overrides`` give (random weights: no EOS, every sentence runs 25 steps), timed in turns."""
-    other = default_config(overrides)
-    models = {}
-    for name, c in (("default", cfg), ("against", other)):
-        shape = {k: c.model[k] for k in SHAPE_KEYS}
-        model = Seq2SeqTransformer(c.data.vocab_size, c.data.vocab_size, **shape, share_embeddings=True).eval()
-        batches = [tatoeba_like_batch(100, c.data.vocab_size, seed=s)[0] for s in range(max(n_sentences // 100, 1))]
-        models[name] = (model, batches, shape | {"vocab": c.data.vocab_size})
-    runs = {}
-    for beam in (1, 5):
-        config = SearchConfig(beam_size=beam, max_len_a=0.0, max_len_b=25)
-        for name, (model, batches, _) in models.items():
-            runs[f"{name}, beam {beam}"] = (lambda m=model, bs=batches, c=config: [search(m, b, BOS, -1, c) for b in bs])
-    times = interleaved_times(runs, repeats, warmup=1)  # the first round pays one-time costs: not timed
-    n = len(models["default"][1]) * 100
-    print(f"\n6. decoding, default against {' '.join(overrides)} ({n} sentences, batches of 100, 25 steps, fp32)")
-    for name, (_, _, shape) in models.items():
-        print(f"   {name}: {shape}")
-    for beam in (1, 5):
-        mine, theirs = times[f"default, beam {beam}"], times[f"against, beam {beam}"]
-        print(f"   beam {beam}: default {n / mine:6.0f} sentences/s, against {n / theirs:6.0f} sentences/s  "
-              f"ratio against / default = {mine / theirs:.2f}x")
-
-
 def scores_section(run: Path, lines_file: Path, repeats: int) -> None:
-    """7. translate.py's pipeline on a trained run: lines/s with confidence scores (the search's own
+    """6. translate.py's pipeline on a trained run: lines/s with confidence scores (the search's own
     log-probabilities and the beam's other hypotheses, then each sentence's agreement, flags and mark) against
     without, and with each line's word alignment (``alignments=true``) against without, timed in turns."""
     from model.inference.translator import Translator
@@ -130,7 +103,7 @@ def scores_section(run: Path, lines_file: Path, repeats: int) -> None:
     runs = {name: (lambda kwargs=kwargs: translator.translate(lines, **kwargs)) for name, kwargs in options.items()}
     times = interleaved_times(runs, repeats, warmup=1)
     search = translator.settings.search
-    print(f"\n7. {run}: {len(lines)} lines of {lines_file}, beam {search.beam_size}, translate.py's pipeline")
+    print(f"\n6. {run}: {len(lines)} lines of {lines_file}, beam {search.beam_size}, translate.py's pipeline")
     print("   " + ", ".join(f"{name} {len(lines) / seconds:6.1f} lines/s" for name, seconds in times.items()))
     print(f"   time ratio scores on / off = {times['scores on'] / times['scores off']:.3f}x, "
           f"alignments on / off (scores on) = {times['alignments on'] / times['scores on']:.3f}x")
@@ -139,8 +112,7 @@ def scores_section(run: Path, lines_file: Path, repeats: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sentences", type=int, default=2000, help="sentences to decode")
-    parser.add_argument("--against", nargs="+", metavar="KEY=VALUE", help="another recipe's overrides (section 6)")
-    parser.add_argument("--run", type=Path, help="a trained run: its speed with scores and alignments (section 7)")
+    parser.add_argument("--run", type=Path, help="a trained run: its speed with scores and alignments (section 6)")
     parser.add_argument("--lines", type=Path, help="with --run: the lines to translate (scripts/export_split.py)")
     args = parser.parse_args()
     if args.run:
@@ -154,8 +126,6 @@ def main() -> None:
     shape, vocab = {k: cfg.model[k] for k in SHAPE_KEYS}, cfg.data.vocab_size
     model = Seq2SeqTransformer(vocab, vocab, **shape, share_embeddings=True).eval()
     decoding_section(model, TorchTransformer(vocab, **shape).eval(), vocab, args.sentences, 2)
-    if args.against:
-        decoding_against(cfg, args.against, args.sentences, 2)
 
 
 if __name__ == "__main__":

@@ -13,29 +13,8 @@ A run's ``test_metrics.json`` holds the same shares (``copied``).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from data.copy_cases import cases, copy_shares, holds
-from data.copy_slots import CopySlots
-from data.entities import cased, contains, tokens
-
-
-def inside_words(run: Path, slots: CopySlots) -> None:
-    """How the slot rule reads capitalized words inside the run's test sentences, against the rule before it
-    (every word the corpus knows stays a word): how many it makes slots, and how many of those the
-    references keep verbatim."""
-    rows = [line.split("\t") for line in (run / "test_translations.tsv").read_text(encoding="utf-8").splitlines()]
-    before = CopySlots(slots.copied, slots.known, slots.caseless_source)
-    found = [(token, refs.split(" | ")) for source, _, refs in rows for token in tokens(source)
-             if token.kind == "word" and not token.first and cased(token.text[0]) and token.text[0].isupper()]
-    kept = [any(contains(ref, token.text) for ref in refs) for token, refs in found]
-    print(f"   capitalized words inside the {len(rows)} test sentences: {len(found)}, the references keep "
-          f"{sum(kept)} verbatim")
-    for label, rule in (("slots by the rule", slots), ("slots by the rule before", before)):
-        chosen = [rule.is_slot(token) for token, _ in found]
-        both, left = sum(c and k for c, k in zip(chosen, kept)), sum(k and not c for c, k in zip(chosen, kept))
-        print(f"      {label:26s} {sum(chosen):5d}, kept by the references {both}; words the references keep "
-              f"left to the model: {left}")
 
 
 def main() -> None:
@@ -63,8 +42,6 @@ def main() -> None:
     fixed = sum(slots.repaired(text, slots.entities(case.sentence), case.sentence) != text
                 for text, (_, case) in zip(with_tokens, whole))
     print(f"   translations that dropped or repeated a slot, put right: {fixed} of {len(checked)}")
-    if (translator.files.folder / "test_translations.tsv").is_file():
-        inside_words(translator.files.folder, slots)
 
 
 if __name__ == "__main__":

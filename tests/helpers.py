@@ -27,6 +27,22 @@ def tiny_model(vocab: int = 20, seed: int = 0, **overrides) -> Seq2SeqTransforme
     return Seq2SeqTransformer(vocab, vocab, **(shape | overrides)).eval()
 
 
+def head_weights(mha, head: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """W_Q, W_K, W_V of one head of a ``MultiHeadAttention``, each (d_head, d_model) as ``nn.Linear`` stores them."""
+    inner = mha.num_heads * mha.d_head
+    rows = slice(head * mha.d_head, (head + 1) * mha.d_head)
+    return tuple(mha.in_proj_weight[i * inner :][rows] for i in range(3))  # type: ignore[return-value]
+
+
+@torch.no_grad()
+def sequence_log_prob(model: Seq2SeqTransformer, src: torch.Tensor, hyp: torch.Tensor, bos_id: int) -> torch.Tensor:
+    """Total log-probability (B,) the model gives to hypotheses ``hyp`` (B, T), padding left out: a reference
+    for the searches' own scores."""
+    tgt_in = torch.cat([torch.full_like(hyp[:, :1], bos_id), hyp[:, :-1]], dim=1)
+    token_lp = model(src, tgt_in).float().log_softmax(dim=-1).gather(-1, hyp[..., None]).squeeze(-1)  # (B, T)
+    return token_lp.masked_fill(hyp == model.pad_id, 0.0).sum(dim=1)
+
+
 NAMES = ["Tom", "Mary", "Ken", "Lucy", "Anna", "Paul"]
 
 

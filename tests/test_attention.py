@@ -4,6 +4,7 @@ import pytest
 import torch
 import torch.nn as nn
 
+from helpers import head_weights
 from model.attention import Attention, MultiHeadAttention, attend, blocked_positions, causal_mask
 
 # The article's encodings for "draw a map" and the tensors it prints.
@@ -44,7 +45,7 @@ def test_seeded_two_heads_concat_reproduces_article(fused):
     mha.fused = fused
     torch.testing.assert_close(mha(C, C, C)[0], TWO_HEADS, atol=1e-4, rtol=0)
     # The first head is the single-head article example, its weights packed in place.
-    wq, wk, wv = mha.head_weights(0)
+    wq, wk, wv = head_weights(mha, 0)
     torch.testing.assert_close(wq, torch.tensor(WQ), atol=1e-4, rtol=0)
     torch.testing.assert_close(wv, torch.tensor(WV), atol=1e-4, rtol=0)
 
@@ -144,7 +145,7 @@ def test_float64_recomputation_and_gradcheck():
     # Recompute by hand, head by head, from the per-head weights: softmax(QKᵀ/√d + M)V.
     heads = []
     for h in range(2):
-        wq, wk, wv = mha.head_weights(h)
+        wq, wk, wv = head_weights(mha, h)
         bq, bk, bv = (mha.in_proj_bias[i * 6 + h * 3 : i * 6 + h * 3 + 3] for i in range(3))
         scores = (x @ wq.T + bq) @ (x @ wk.T + bk).transpose(1, 2) / 3**0.5
         scores = scores.masked_fill(padding[:, None, :], float("-inf"))

@@ -4,8 +4,7 @@ import pytest
 import torch
 
 from model.transformer import Seq2SeqTransformer
-from scripts.benchmark import (OP_KINDS, PAD, decoding_against, default_config, profile_by_kind, tatoeba_like_batch,
-                               training_step)
+from scripts.benchmark import OP_KINDS, PAD, default_config, profile_by_kind, tatoeba_like_batch, training_step
 from torch_peer import TorchTransformer
 
 SHAPE = dict(d_model=32, num_heads=2, num_encoder_layers=1, num_decoder_layers=1, d_ff=64)
@@ -45,13 +44,3 @@ def test_profile_shares_add_up_and_find_the_matrix_math():
 def test_the_benchmark_reads_the_default_config():
     cfg = default_config()
     assert cfg.model.d_model == 256 and cfg.runtime.precision == "auto" and "lr" in cfg.optim.optimizer
-
-
-def test_decoding_against_another_recipe_times_both_shapes(capsys):
-    tiny = ["model.d_model=32", "model.num_heads=2", "model.d_ff=64", "data.vocab_size=300"]
-    decoding_against(default_config(tiny), [*tiny, "model.num_decoder_layers=1"], n_sentences=100, repeats=1)
-    printed = capsys.readouterr().out
-    assert "'num_decoder_layers': 3" in printed and "'num_decoder_layers': 1" in printed  # the two shapes
-    for beam in (1, 5):
-        line = next(line for line in printed.splitlines() if line.strip().startswith(f"beam {beam}:"))
-        assert float(line.split("ratio against / default = ")[1].rstrip("x")) > 0

@@ -73,4 +73,4 @@ def test_a_single_word_in_capitals_is_read_in_sentence_case_where_the_text_write
 
     pieces = LineSplitter("en", "es", stop).pieces("WARNING: The floor is wet.")
     assert [(piece.model_text, piece.style) for piece in pieces if piece.translated] == [
-        ("Warning", CAPS), ("The floor is wet.", None)]
+        ("Warning.", CAPS), ("The floor is wet.", None)]  # a label is read with a full stop (data/sentences.py)

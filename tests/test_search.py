@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from helpers import BOS, EOS, PAD, tiny_model
+from helpers import BOS, EOS, PAD, sequence_log_prob, tiny_model
 from model.search import (
     MAX_ALTERNATIVES,
     SearchConfig,
@@ -15,7 +15,7 @@ from model.search import (
     search,
     sentence_attention,
 )
-from model.search_outputs import produced_ids, sequence_log_prob
+from model.search_outputs import produced_ids
 from model.transformer import Seq2SeqTransformer
 
 
@@ -73,7 +73,7 @@ def test_larger_beams_never_score_below_greedy(model, sources, alpha):
 
     def normalized(tokens):
         lengths = (tokens != PAD).sum(1).float()  # EOS counts, padding does not
-        return sequence_log_prob(model, sources, tokens, BOS, EOS) / length_penalty_factor(lengths, alpha)
+        return sequence_log_prob(model, sources, tokens, BOS) / length_penalty_factor(lengths, alpha)
 
     greedy_score = normalized(greedy)
     for k in (2, 4, 8):
@@ -170,7 +170,7 @@ def test_the_beams_hypotheses_come_best_first_with_their_own_scores(model, sourc
     assert torch.all(scores[:, :-1] >= scores[:, 1:])  # best first
     for j in range(4):  # each score is the model's own length-normalized log-probability of that hypothesis
         lengths = (hypotheses[:, j] != PAD).sum(1).float()
-        own = sequence_log_prob(model, sources, hypotheses[:, j], BOS, EOS) / length_penalty_factor(lengths, 0.6)
+        own = sequence_log_prob(model, sources, hypotheses[:, j], BOS) / length_penalty_factor(lengths, 0.6)
         torch.testing.assert_close(scores[:, j], own, atol=1e-4, rtol=1e-4)
 
 

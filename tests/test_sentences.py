@@ -66,9 +66,22 @@ def test_targets_without_spaces_join_sentences_without_them_and_spaced_targets_g
 def test_capitals_are_read_in_sentence_case_and_written_back():
     splitter = LineSplitter("en", "es", Words({"Tom"}, set("is here the best restaurants in town".split())))
     pieces = splitter.pieces("TOM IS HERE. The Best Restaurants In Town")
-    assert [p.model_text for p in pieces if p.translated] == ["Tom is here.", "The best restaurants in town"]
+    assert [p.model_text for p in pieces if p.translated] == ["Tom is here.", "The best restaurants in town."]
     assert splitter.join(pieces, ["Tom está aquí.", "Los mejores restaurantes de la ciudad."]) == \
         "TOM ESTÁ AQUÍ. Los mejores restaurantes de la ciudad"  # a heading ends as it began: no full stop
+
+
+def test_a_piece_without_closing_punctuation_is_read_with_its_languages_full_stop():
+    def read(source_lang: str, line: str) -> list[str]:
+        return [p.model_text for p in LineSplitter(source_lang, "es").pieces(line) if p.translated]
+
+    assert read("en", "Kitchen") == ["Kitchen."] and read("en", "Open (the file)") == ["Open (the file)."]
+    assert read("en", "Note: Close the door") == ["Note.", "Close the door."]  # the label too
+    assert read("en", "Where is it?") == ["Where is it?"] and read("en", '"Wait."') == ["Wait."]  # ended already
+    assert read("en", "Ingredients:") == ["Ingredients:"]  # a colon last: no stop after it
+    assert read("zh", "你好") == ["你好。"] and read("th", "สวัสดี") == ["สวัสดี"]  # Thai writes no full stop
+    splitter = LineSplitter("zh", "en")
+    assert splitter.join(splitter.pieces("你好"), ["Hello."]) == "Hello"  # and its translation loses it again
 
 
 def test_an_over_long_sentence_is_cut_at_inner_punctuation_into_pieces_that_fit():

@@ -7,10 +7,10 @@ import torch
 
 from data.sampler import pad_batch
 from data.sentences import ended_as
+from helpers import sequence_log_prob
 from model.inference.translator import Translator
 from model.inference.word_alignment import sentence_links
 from model.search import SearchConfig, beam_search, greedy_decode, length_penalty_factor, search
-from model.search_outputs import sequence_log_prob
 
 SENTENCES = ["I like cats.", "Where is the station?", "Tom is very tall.", "It is late."]
 
@@ -24,7 +24,7 @@ def test_beam_never_below_greedy_on_trained_run(smoke_run):
     one = beam_search(translator.model, src, tok.bos_id, tok.eos_id, SearchConfig(beam_size=1)).tokens
     assert torch.equal(one, greedy)
     lengths = (greedy != tok.pad_id).sum(1).float()
-    greedy_score = sequence_log_prob(translator.model, src, greedy, tok.bos_id, tok.eos_id) / length_penalty_factor(lengths, 0.6)
+    greedy_score = sequence_log_prob(translator.model, src, greedy, tok.bos_id) / length_penalty_factor(lengths, 0.6)
     _, beam_score, *_ = beam_search(translator.model, src, tok.bos_id, tok.eos_id, SearchConfig(beam_size=5, length_penalty=0.6))
     assert torch.all(beam_score >= greedy_score - 1e-4)
 
