@@ -122,20 +122,17 @@ def ending(text: str) -> str:
 
 def short_pairs(sources: Sequence[str], targets: Sequence[str], share: float, seed: int) -> list[tuple[str, str]]:
     """Phrase pairs to learn short text from: one of each of ``share`` of the pairs (drawn), cut by their word
-    alignment, in three forms in turn: as cut, with a capital, and with a capital and, after a statement, its own
-    final stop on both sides ("red car", "coche rojo"; "Kitchen", "Cocina"; "The red car.", "El coche rojo.").
-    Only the pairs given are read: a training split's, never validation or test."""
+    alignment, as cut and with a capital in turn, each ended with the stops the pairs' sentences most often end
+    with ("red car.", "coche rojo."; "Kitchen.", "Cocina."): a piece without closing punctuation is read with a
+    full stop (``data/sentences.py``). Only the pairs given are read: a training split's, never validation or test."""
     draw = random.Random(seed)
     chosen = sorted(draw.sample(range(len(sources)), round(share * len(sources))))
     common, links = common_words(sources), word_links(list(zip(sources, targets)))
+    (source_stop, target_stop), _ = Counter((ending(s), ending(t)) for s, t in zip(sources, targets)).most_common(1)[0]
     found = []
     for index in chosen:
         cut = phrase(sources[index], targets[index], links[index], common, draw)
-        if cut is None:
-            continue
-        form = len(found) % 3
-        source, target = cut if form == 0 else map(capitalized, cut)
-        stops = form == 2 and ending(sources[index]) == "."  # a statement's stop, as its language writes it
-        marks = (".", ending(targets[index])) if stops else ("", "")
-        found.append((source + marks[0], target + marks[1]))
+        if cut is not None:
+            source, target = map(capitalized, cut) if len(found) % 2 else cut
+            found.append((source + source_stop, target + target_stop))
     return found
