@@ -144,7 +144,8 @@ class TranslationDataModule(L.LightningDataModule):
             "bpe": ([tokenizer_fingerprint(hp.tokenizer_from)] if hp.tokenizer_from
                     else [hp.vocab_size, hp.joint_vocab, hp.split_digits, hp.copy_slots]),
             "version": CACHE_VERSION,
-            **({"short_text": hp.short_text} if hp.short_text else {}),  # without it, the folders it always had
+            # Without it, the folders it always had; 2: the phrase pairs' forms (each ended in a stop).
+            **({"short_text": [hp.short_text, 2]} if hp.short_text else {}),
         }
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
         return self.cache_dir / digest

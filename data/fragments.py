@@ -6,7 +6,8 @@ A phrase pair is read off the pair's word alignment (``data/ibm2.py``'s guide, t
 given and the context pairs beside them: unsupervised, so a test split's own pairs may be aligned with it): a
 source span whose aligned target words form a span that no other source word aligns into (the usual consistency
 rule of phrase-based translation). One phrase a pair, chosen by a seeded draw, half of them given a capital (as a
-label or a heading has), none ending in punctuation; beside them a split's own entries of one or two words, with
+label or a heading has), none ending in punctuation (the ones learned end in a stop, as a bare piece is read);
+beside them a split's own entries of one or two words, with
 all their references. ``words`` and ``fragments`` read any language written with spaces; a pair whose sides
 have none (Japanese, Chinese) gives its whole entry only when it is that short.
 """
@@ -128,7 +129,8 @@ def short_pairs(sources: Sequence[str], targets: Sequence[str], share: float, se
     draw = random.Random(seed)
     chosen = sorted(draw.sample(range(len(sources)), round(share * len(sources))))
     common, links = common_words(sources), word_links(list(zip(sources, targets)))
-    (source_stop, target_stop), _ = Counter((ending(s), ending(t)) for s, t in zip(sources, targets)).most_common(1)[0]
+    endings = Counter((ending(s), ending(t)) for s, t in zip(sources, targets)).most_common(1)
+    (source_stop, target_stop), _ = endings[0] if endings else (("", ""), 0)
     found = []
     for index in chosen:
         cut = phrase(sources[index], targets[index], links[index], common, draw)

@@ -19,6 +19,7 @@ a full stop, as every training sentence ends, and written back without it.
 from __future__ import annotations
 
 import re
+import unicodedata
 from itertools import accumulate
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -34,15 +35,15 @@ LABEL = re.compile(r"([^\W\d_][\w'’-]*(?: [\w'’-]+){0,2})(:\s+)(?=[\"'“‘
 QUOTES = {'"': '"', "“": "”", "„": "“", "«": "»", "‘": "’", "'": "'", "「": "」", "『": "』"}  # opening: closing
 INNER_BREAK = re.compile(r"\s*[;:,]\s+|\s+[-–—]\s+")  # where an over-long sentence may be cut
 ENDS_A_SENTENCE = ".!?…。！？।॥։။។؟۔"  # Latin, CJK, Devanagari, Armenian, Burmese, Khmer, Arabic, Urdu
-CLOSERS = "\"'”’»)]」』"  # after a sentence's stop: "Wait here." (Stop.)
+CLOSERS = "\"'”’»)]」』）】"  # after a sentence's stop: "Wait here." (Stop.)
 # Written without spaces between sentences. (Thai, Lao, Khmer and Burmese write no spaces between words, but
 # one between sentences: Thai has no full stop.)
 UNSPACED_TARGETS = frozenset({"ja", "zh"})
 SPACE_ENDS_A_SENTENCE = frozenset({"th", "lo"})  # no full stop: a space between words of the script ends one
-# The full stop a piece without closing punctuation is read with: Tatoeba's sentences all end in one (2 of the
-# 112,000 English sides of its training split do not), and a word or a heading read bare comes out long ("Open the door" -> "Abre la
-# puerta de la puerta"). Its translation loses the stop again (``ended_as``); docs/results.md measures it.
-FULL_STOPS = {"ja": "。", "zh": "。", "hi": "।", "my": "။", "km": "។", "th": "", "lo": ""}  # else "."
+# The full stop a piece ending in a word is read with: nearly every sentence of a Tatoeba corpus ends in a stop, a
+# question or an exclamation mark (all but 2 English sides of 112,000), and a word or a heading read bare comes
+# out long ("Open the door" -> "Abre la puerta de la puerta"). Its translation loses the stop again (``ended_as``).
+FULL_STOPS = {"ja": "。", "zh": "。", "hi": "।", "hy": "։", "my": "။", "km": "។", "th": "", "lo": ""}  # else "."
 
 T = TypeVar("T")
 
@@ -54,7 +55,8 @@ class Piece:
     text: str  # as it stands in the line
     translated: bool = False
     style: str | None = None  # data/casing.py's CAPS or TITLE: read in sentence case, written back in style
-    model_text: str = ""  # what the model reads (``text``, in sentence case where it has a style)
+    model_text: str = ""  # what the model reads (``text``, in sentence case where it has a style; a full stop after
+    # a last word)
 
 
 @dataclass
@@ -102,8 +104,9 @@ class LineSplitter:
     def _sentence(self, text: str) -> Piece:
         kind = style(text, self.source_lang, self.vocabulary)
         read = sentence_cased(text, self.vocabulary) if kind else text
-        bare = text.rstrip().rstrip(CLOSERS)[-1:].isalnum()  # a word last, not a stop, a colon or a comma
-        return Piece(text, True, kind, read + FULL_STOPS.get(self.source_lang, ".") if bare else read)
+        last = text.rstrip().rstrip(CLOSERS)[-1:]  # a word's (a letter, a digit, a vowel sign), not a stop or a colon
+        bare = bool(last) and unicodedata.category(last)[0] in "LNM"
+        return Piece(text, True, kind, read.rstrip() + FULL_STOPS.get(self.source_lang, ".") if bare else read)
 
     def _fitted(self, text: str) -> list[Piece]:
         """``text`` as one sentence, or cut at inner punctuation into pieces that each fit, as few as can (measured
@@ -157,7 +160,7 @@ class LineSplitter:
 
 def ended_as(source: str, translation: str) -> str:
     """A translation of a piece with no closing punctuation (a heading, a label, a cut part) loses the full
-    stop the model, trained on whole sentences, puts at its end."""
+    stop at its end: the pipeline read the piece with one (``FULL_STOPS``), and the model writes one anyway."""
     stops = (".", *filter(None, FULL_STOPS.values()))
     if source.rstrip().rstrip(CLOSERS)[-1:] not in ENDS_A_SENTENCE and translation.endswith(stops) \
             and not translation.endswith(".."):

@@ -80,6 +80,7 @@ def test_a_piece_without_closing_punctuation_is_read_with_its_languages_full_sto
     assert read("en", "Where is it?") == ["Where is it?"] and read("en", '"Wait."') == ["Wait."]  # ended already
     assert read("en", "Ingredients:") == ["Ingredients:"]  # a colon last: no stop after it
     assert read("zh", "你好") == ["你好。"] and read("th", "สวัสดี") == ["สวัสดี"]  # Thai writes no full stop
+    assert read("hi", "आयु") == ["आयु।"] and read("hy", "Բարև") == ["Բարև։"]  # a vowel sign last is a word's
     splitter = LineSplitter("zh", "en")
     assert splitter.join(splitter.pieces("你好"), ["Hello."]) == "Hello"  # and its translation loses it again
 

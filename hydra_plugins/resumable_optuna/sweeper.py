@@ -88,6 +88,8 @@ if OptunaSweeper is not None:
 
 def write_trial_table(study: Any, path: Path) -> None:
     """Every trial of ``study`` (Optuna's own table, as Markdown), best objective first, failed trials last."""
-    table = study.trials_dataframe(attrs=("number", "state", "value", "params")).sort_values(
-        "value", ascending=study.direction != optuna.study.StudyDirection.MAXIMIZE, na_position="last")
+    table = study.trials_dataframe(attrs=("number", "state", "value", "params"))
+    if len(table):  # (an empty study's table has no columns to sort by)
+        table = table.sort_values("value", ascending=study.direction != optuna.study.StudyDirection.MAXIMIZE,
+                                  na_position="last").round({"value": 2})
     path.write_text(f"# {study.study_name}: {len(table)} trials\n\n{table.to_markdown(index=False)}\n")
