@@ -7,9 +7,9 @@ given and the context pairs beside them: unsupervised, so a test split's own pai
 source span whose aligned target words form a span that no other source word aligns into (the usual consistency
 rule of phrase-based translation). One phrase a pair, chosen by a seeded draw, half of them given a capital (as a
 label or a heading has), none ending in punctuation (the ones learned end in a stop, as a bare piece is read);
-beside them a split's own entries of one or two words, with
-all their references. ``words`` and ``fragments`` read any language written with spaces; a pair whose sides
-have none (Japanese, Chinese) gives its whole entry only when it is that short.
+beside them a split's own entries of one or two words, with all their references. ``words`` and ``fragments`` read
+any language written with spaces; a pair whose sides have none (Japanese, Chinese) gives its whole entry only when
+it is that short.
 """
 
 from __future__ import annotations

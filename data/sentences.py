@@ -55,8 +55,7 @@ class Piece:
     text: str  # as it stands in the line
     translated: bool = False
     style: str | None = None  # data/casing.py's CAPS or TITLE: read in sentence case, written back in style
-    model_text: str = ""  # what the model reads (``text``, in sentence case where it has a style; a full stop after
-    # a last word)
+    model_text: str = ""  # what the model reads: ``text``, in sentence case where it has a style, a stop after a word
 
 
 @dataclass
