@@ -44,6 +44,7 @@ SPACE_ENDS_A_SENTENCE = frozenset({"th", "lo"})  # no full stop: a space between
 # question or an exclamation mark (all but 2 English sides of 112,000), and a word or a heading read bare comes
 # out long ("Open the door" -> "Abre la puerta de la puerta"). Its translation loses the stop again (``ended_as``).
 FULL_STOPS = {"ja": "。", "zh": "。", "hi": "।", "hy": "։", "my": "။", "km": "។", "th": "", "lo": ""}  # else "."
+WRITTEN_STOPS = (".", *filter(None, FULL_STOPS.values()))  # what ``ended_as`` takes off
 
 T = TypeVar("T")
 
@@ -103,7 +104,7 @@ class LineSplitter:
     def _sentence(self, text: str) -> Piece:
         kind = style(text, self.source_lang, self.vocabulary)
         read = sentence_cased(text, self.vocabulary) if kind else text
-        last = text.rstrip().rstrip(CLOSERS)[-1:]  # a word's (a letter, a digit, a vowel sign), not a stop or a colon
+        last = last_mark(text)  # a word's (a letter, a digit, a vowel sign), not a stop or a colon
         bare = bool(last) and unicodedata.category(last)[0] in "LNM"
         return Piece(text, True, kind, read.rstrip() + FULL_STOPS.get(self.source_lang, ".") if bare else read)
 
@@ -157,12 +158,15 @@ class LineSplitter:
         return (re.sub(r"[^\S\t]+$", "", line) if unspaced else line), placed  # spaces after the last sentence
 
 
+def last_mark(text: str) -> str:
+    """The last character of ``text`` before its closing quotes and brackets ("" for none)."""
+    return text.rstrip().rstrip(CLOSERS)[-1:]
+
+
 def ended_as(source: str, translation: str) -> str:
     """A translation of a piece with no closing punctuation (a heading, a label, a cut part) loses the full
     stop at its end: the pipeline read the piece with one (``FULL_STOPS``), and the model writes one anyway."""
-    stops = (".", *filter(None, FULL_STOPS.values()))
-    if source.rstrip().rstrip(CLOSERS)[-1:] not in ENDS_A_SENTENCE and translation.endswith(stops) \
-            and not translation.endswith(".."):
+    if last_mark(source) not in ENDS_A_SENTENCE and translation.endswith(WRITTEN_STOPS) and not translation.endswith(".."):
         return translation[:-1]
     return translation
 
