@@ -15,18 +15,16 @@ from typing import IO
 
 
 @contextmanager
-def atomic_file(path: str | Path, mode: str = "w", encoding: str | None = None, partial: Path | None = None,
+def atomic_file(path: str | Path, mode: str = "w", partial: Path | None = None,
                 keep_on: tuple[type[BaseException], ...] = ()) -> Iterator[IO]:
-    """Open a temporary file to write ``path`` with; when the block ends it is flushed, synced and renamed
-    over ``path``. On an error it is removed and ``path`` is untouched; on one of ``keep_on`` (say
-    ``KeyboardInterrupt``) it is kept, with what was written. ``partial``: the temporary file's path
+    """Open a temporary file to write ``path`` with (UTF-8 text, or bytes); when the block ends it is flushed,
+    synced and renamed over ``path``. On an error it is removed and ``path`` is untouched; on one of ``keep_on``
+    (say ``KeyboardInterrupt``) it is kept, with what was written. ``partial``: the temporary file's path
     (default: a hidden file beside ``path``)."""
     path = Path(path)
     partial = partial or path.with_name(f".{path.name}.{os.getpid()}.partial")
-    if "b" not in mode and encoding is None:
-        encoding = "utf-8"
     try:
-        with open(partial, mode, encoding=encoding) as out:
+        with open(partial, mode, encoding=None if "b" in mode else "utf-8") as out:
             yield out
             out.flush()
             os.fsync(out.fileno())

@@ -1,12 +1,6 @@
-"""The data cache: a corpus's splits, its tokenizer and its token ids in one folder per settings, built once.
-
-``<cache_dir>/<settings hash>/`` holds ``splits/`` (``save_to_disk``; the training split's phrase pairs added where
-``data.short_text`` asks), ``report.json`` (how the corpus was read), ``tokenizer/`` (trained on the training split,
-or a trained run's, copied), ``tokenized-*.arrow``
-(``Dataset.map`` cache files named after the tokenizer's fingerprint) and ``alignments-train-*.pt`` (the training
-pairs' token alignments, ``data/ibm2.py``: the guide of an aligned attention head). One process builds at a time (a file
-lock); a build killed or failed midway leaves nothing that a later one would take for finished.
-"""
+"""The data cache: a corpus's splits, how it was read, its tokenizer, its token ids and the training pairs' token
+alignments (``data/ibm2.py``) in one folder per settings, ``<cache_dir>/<settings hash>/``; built once, one process
+at a time (a file lock), and a build killed or failed midway leaves nothing a later one would take for finished."""
 
 from __future__ import annotations
 
@@ -65,14 +59,12 @@ def _build(folder: Path, pairs_and_report: tuple | None, settings: Mapping) -> N
     """Splits (from ``pairs_and_report`` when they are missing), tokenizer and token ids, into ``folder``."""
     if pairs_and_report is not None:
         pairs, report = pairs_and_report
-        partial = folder / "splits.partial"
-        shutil.rmtree(partial, ignore_errors=True)
         splits = split_pairs(pairs, settings["val_fraction"], settings["test_fraction"], settings["seed"])
         if settings.get("short_text"):  # phrase pairs of the training split learned beside it
             splits["train"] = with_short_text(splits["train"], settings["short_text"], settings["seed"])
-        splits.save_to_disk(str(partial))
+        splits.save_to_disk(str(folder / "splits.partial"))  # (none left: ``remove_partial`` ran under the lock)
         (folder / "report.json").write_text(json.dumps(report.__dict__, ensure_ascii=False))
-        partial.rename(folder / "splits")
+        (folder / "splits.partial").rename(folder / "splits")
     splits = load_from_disk(str(folder / "splits"))
     tokenizer_dir = folder / "tokenizer"
     if not tokenizer_dir.is_dir() or not list(tokenizer_dir.glob("tokenizer*.json")):
@@ -84,7 +76,6 @@ def _build(folder: Path, pairs_and_report: tuple | None, settings: Mapping) -> N
             tokenizer = TranslationTokenizer.train(zip(train["src"], train["tgt"]), settings["vocab_size"],
                                                    settings["joint_vocab"], settings["split_digits"],
                                                    settings["copy_slots"])
-        shutil.rmtree(folder / "tokenizer.partial", ignore_errors=True)
         tokenizer.save(folder / "tokenizer.partial")
         (folder / "tokenizer.partial").rename(tokenizer_dir)
     train = tokenized_splits(splits, TranslationTokenizer.load(tokenizer_dir), folder)["train"]

@@ -15,9 +15,12 @@ sentence case, an English one in Title Case; ALL CAPS stays ALL CAPS in every la
 from __future__ import annotations
 
 import re
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from data.entities import WORD, cased
+
+if TYPE_CHECKING:  # what the training text says of a word's capitals
+    from data.tokenizer import TranslationTokenizer as Vocabulary
 
 CAPS, TITLE = "caps", "title"
 # Words a Title Case heading may leave in lower case ("Gone with the Wind"), and English titles do.
@@ -27,22 +30,12 @@ SMALL_WORDS = frozenset("a an and as at but by for from in into nor of on or ove
 TITLE_CASE_LANGUAGES = frozenset({"en"})
 
 
-class Vocabulary(Protocol):
-    """What the training text says of a word's capitals (``TranslationTokenizer`` answers it)."""
-
-    def capitalized_inside(self, word: str) -> bool: ...  # written capitalized inside a sentence: Tom, London, I
-
-    def knows(self, word: str) -> bool: ...  # held at all, in any case
-
-    def written_lower(self, word: str) -> bool: ...  # a word in capitals the text writes lowered: STOP, not USA
-
-
 def style(sentence: str, language: str = "en", vocabulary: Vocabulary | None = None) -> str | None:
     """``CAPS`` for a sentence in capitals (two words or more, or one of four letters or more the ``vocabulary``
     writes in lower case: "STOP!", not "USA"), ``TITLE`` for one of a ``language`` that writes headings in Title Case whose every word
     after the first is capitalized (but small words), else None."""
-    initials = [piece[i] for piece in sentence.split() for i in [_first_letter(piece)] if i is not None]
-    initials = [(letter, piece) for letter, piece in zip(initials, _lettered(sentence)) if cased(letter)]
+    initials = [(piece[i], piece) for piece in sentence.split()  # each cased word's first letter
+                if (i := _first_letter(piece)) is not None and cased(piece[i])]
     if not any(c.islower() for c in sentence if cased(c)):
         words = [piece for _, piece in initials if sum(map(str.isalpha, piece)) > 1]
         # One word: a shout or a label ("STOP!", "WARNING:") where the text writes it lowered and it is no short
@@ -59,11 +52,6 @@ def _first_letter(piece: str) -> int | None:
     return next((i for i, c in enumerate(piece) if c.isalpha()), None)
 
 
-def _lettered(text: str) -> list[str]:
-    """The whitespace-separated pieces of ``text`` that hold a letter ("Tom's", "¿Dónde"; not "3" or "-")."""
-    return [piece for piece in text.split() if _first_letter(piece) is not None]
-
-
 def _bare(piece: str) -> str:
     return piece.strip(".,;:!?\"'“”‘’«»()[]¿¡").lower()
 
@@ -71,18 +59,16 @@ def _bare(piece: str) -> str:
 def sentence_cased(sentence: str, vocabulary: Vocabulary | None) -> str:
     """``sentence`` (in ``CAPS`` or ``TITLE``) in sentence case: its first word capitalized, every other word
     as the training pairs hold it inside a sentence (lowered without a ``vocabulary``)."""
-    first = True
+    first = WORD.search(sentence)  # the sentence's first word
 
     def recased(match: re.Match) -> str:
-        nonlocal first
-        word, was_first = match.group(), first
-        first = False
+        word = match.group()
         if not cased(word[0]):
             return word
         capitalized = word[0] + word[1:].lower()
         if match.start() and sentence[match.start() - 1] in "'’":  # DON'T, TOM'S: the rest of a word
             return word.lower()
-        if was_first:
+        if match.start() == first.start():
             return capitalized
         if vocabulary is None:
             return word.lower()
@@ -108,9 +94,8 @@ def title_cased(text: str, keep_small: bool = False) -> str:
     """Every word's first letter a capital (``keep_small``: but small words after the first), as headings and
     Marian's title-case augmentation write them; apostrophes stay inside a word ("Don't")."""
     pieces = re.split(r"(\s+)", text)
-    words = [i for i, piece in enumerate(pieces) if piece and not piece.isspace()]
-    for n, i in enumerate(words):
-        piece = pieces[i]
+    words = [(i, piece) for i, piece in enumerate(pieces) if piece and not piece.isspace()]
+    for n, (i, piece) in enumerate(words):
         letter = _first_letter(piece)
         if letter is None or (keep_small and n and _bare(piece) in SMALL_WORDS):
             continue

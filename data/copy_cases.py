@@ -1,21 +1,11 @@
-"""What a translation must copy, and what it must not: everyday English sentences around them, and how it is counted.
-
-People, towns and companies from many languages that the corpus never holds, and numbers (1 to 7
-digits, years, prices with a thousands separator, times, phone numbers), each in a few templates; then
-what people type beyond those: first names that are English words, inside a sentence ("Tell Daisy I
-called."); names joined by a hyphen or an apostrophe (Marie-Claire, O'Neill); codes of letters and digits
-and brand names with an inner capital (LH2045, 12C, PS5, iPad); lines of 8 to 12 numbers; slot syntax
-typed as text ("<name1>"); capitalized words the corpus translates, which must not be copied
-(London, Monday, English); and ordinary words whose capital is the line's, not a name's: after a label, a list
-marker or an opening quote, in a Title Case heading, in capitals (also translated, not copied). An entity counts as copied when the translation holds it verbatim, as a whole
-("15" does not count for "5"); a line of many numbers counts when it holds each as often as the source
-and no other number. Read by ``scripts/copy_check.py`` and by each run's test report.
-"""
+"""The copy check's sentences: what a translation must copy (names, numbers, codes, lists, typed slots) and what it
+must translate, in everyday English sentences, and how each is counted (docs/results.md); read by
+``scripts/copy_check.py`` and by each run's test report."""
 
 from __future__ import annotations
 
 import random
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass
 
 from data.entities import NUMBER, TYPED_SLOT, WORD, contains
@@ -106,10 +96,6 @@ def entities(seed: int = 0) -> dict[str, list[str]]:
     return found
 
 
-def _listed(numbers: list[str]) -> str:
-    return f"{', '.join(numbers[:-1])} and {numbers[-1]}"
-
-
 def cases(seed: int = 0) -> list[Case]:
     """Every entity in every template of its kind."""
     made = []
@@ -122,7 +108,8 @@ def cases(seed: int = 0) -> list[Case]:
         for template in MANY_NUMBERS:
             for _ in range(2):
                 numbers = [str(n) for n in rng.sample(range(10, 1000), count)]
-                made.append(Case(MANY_NUMBERS_KIND, tuple(numbers), template.format(_listed(numbers))))
+                listed = f"{', '.join(numbers[:-1])} and {numbers[-1]}"
+                made.append(Case(MANY_NUMBERS_KIND, tuple(numbers), template.format(listed)))
     made += [Case("typed slot", tuple(TYPED_SLOT.findall(line)), line) for line in TYPED_SLOTS]
     made += [Case("translated, not copied", (WORD.findall(line)[-1],), line, copied=False) for line in TRANSLATED]
     made += [Case(ORDINARY_KIND, (word,), line, copied=False) for line, word in ORDINARY]
@@ -131,8 +118,5 @@ def cases(seed: int = 0) -> list[Case]:
 
 def copy_shares(checked: list[Case], translations: list[str]) -> dict[str, tuple[int, int]]:
     """Per kind: (translations that hold what they must, cases)."""
-    shares: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for case, translation in zip(checked, translations, strict=True):
-        shares[case.kind][0] += holds(case, translation)
-        shares[case.kind][1] += 1
-    return {kind: (copied, total) for kind, (copied, total) in shares.items()}
+    held = Counter(case.kind for case, text in zip(checked, translations, strict=True) if holds(case, text))
+    return {kind: (held[kind], total) for kind, total in Counter(case.kind for case in checked).items()}

@@ -1,11 +1,8 @@
 """Copy slots: names, numbers and codes stand in the text as slot tokens the model learns to copy.
 
-A model trained on Tatoeba sees almost no one but Tom and Mary, and byte-level BPE cuts "530" and
-"531" into pieces that share nothing: a name or a number it has not seen comes out garbled ("My name is
-Oluwaseun." → "Mi nombre es Juyu."). So, as placeholders do in production translators, a source's
-names, numbers and codes (``data/entities.py`` reads them whole: ``Marie-Claire``, ``LH2045``) are
-replaced by slot tokens before tokenizing (``<name1>``, ``<num1>``, numbered in order of appearance), the
-model translates around them, and each slot in its output is replaced by the text it stands for:
+Tatoeba names almost no one but Tom and Mary, and byte-level BPE cuts "530" and "531" into pieces that share
+nothing; so a source's names, numbers and codes (``data/entities.py`` reads them whole) are slot tokens before
+tokenizing (``<name1>``, ``<num1>``, in order of appearance), and each slot of the output is filled back in:
 
     Oluwaseun has 530 cats.  →  <name1> has <num1> cats.  →  <name1> tiene <num1> gatos.
                                                           →  Oluwaseun tiene 530 gatos.
@@ -25,15 +22,8 @@ pairs copy it more often than not (Tom, Boston) or when the corpus gives no reas
   when the corpus never holds the word at all;
 - a capitalized word joined by hyphens or apostrophes is one slot if none of its parts is a word the
   corpus translates (``O'Neill``, not ``Spanish-English``); a word with an inner capital (``iPad``) is a
-  candidate like a capitalized one.
-
-Scripts without letter case (Chinese, Japanese, Thai, Arabic, ...) have no capital to tell a name by, so
-there only what the training pairs carry verbatim becomes a slot: numbers, a Latin-script name inside the
-text, a word the corpus copies more often than not; never "any word not seen".
-
-A translation that repeats a slot has the repeat stand for the first slot it left out ("<num1> y <num1>"
-for "<num1> and <num2>"), or drops it; a slot still left out is put back after the slot it followed in the
-source; a slot the source does not have is dropped.
+  candidate like a capitalized one;
+- in a source without letter case (Chinese, Thai), a word of its script only when the pairs copy it.
 """
 
 from __future__ import annotations
@@ -47,13 +37,13 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from data.entities import JOINERS, Token, cased, tokens
+from data.entities import JOINERS, TYPED_SLOT, Token, cased, tokens
 
 KINDS = ("name", "num")
 SLOTS_PER_KIND = 16  # more distinct names or numbers than this in one line stay text
 SLOTS_PER_KIND_BEFORE = 6  # what a copy_slots.json without the count was trained with
 SLOT_TOKENS = [f"<{kind}{n}>" for kind in KINDS for n in range(1, SLOTS_PER_KIND + 1)]
-SLOT = re.compile(r"( ?)(<(?:name|num)\d+>)")
+SLOT = re.compile(rf"( ?)({TYPED_SLOT.pattern})")  # a slot token, and the space before it
 UNSLOTTED_SHARE = 0.3  # training pairs whose names and numbers stay text
 RANDOM_NUMBERING_SHARE = 0.5  # of the slotted ones: slots drawn from all SLOTS_PER_KIND, not 1, 2, ...
 FILE = "copy_slots.json"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -111,27 +112,22 @@ def _download(target: Path, sha256: str | None) -> Path:
     from tqdm.auto import tqdm
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    hasher = hashlib.sha256()
     try:  # written whole or not at all: checked before it takes the corpus's name
         with atomic_file(target, "wb") as out:
             with urllib.request.urlopen(DOWNLOAD_URL, timeout=30) as response:
                 total = int(response.headers.get("Content-Length", 0)) or None
-                with tqdm(total=total, unit="B", unit_scale=True, desc="spa-eng.zip") as bar:
-                    while chunk := response.read(1 << 16):
-                        out.write(chunk)
-                        hasher.update(chunk)
-                        bar.update(len(chunk))
-            digest = hasher.hexdigest()
+                with tqdm.wrapattr(out, "write", total=total, desc="spa-eng.zip") as written:  # a progress bar
+                    shutil.copyfileobj(response, written)
+            out.flush()
+            digest = hashlib.sha256(Path(out.name).read_bytes()).hexdigest()
             if sha256 and digest != sha256:
                 raise CorpusNotFoundError(f"downloaded spa-eng.zip has sha256 {digest}, expected {sha256}")
-            out.flush()
             try:
                 with zipfile.ZipFile(out.name) as archive:  # raises BadZipFile on a truncated download
-                    damaged = archive.testzip() is not None or not any(n.endswith("spa.txt") for n in archive.namelist())
+                    if archive.testzip() is not None or not any(n.endswith("spa.txt") for n in archive.namelist()):
+                        raise zipfile.BadZipFile
             except zipfile.BadZipFile:
-                damaged = True
-            if damaged:
-                raise CorpusNotFoundError("downloaded spa-eng.zip is damaged or holds no spa.txt")
+                raise CorpusNotFoundError("downloaded spa-eng.zip is damaged or holds no spa.txt") from None
     except OSError as error:
         raise CorpusNotFoundError(f"{_where_to_put_it(target)} (download failed: {error})") from error
     log.info("downloaded %s (sha256 %s)", target, digest)

@@ -1,12 +1,6 @@
-"""The LightningDataModule: corpus -> leak-free splits -> BPE -> cached token ids -> batches.
-
-Everything derived from the corpus is cached under ``cache_dir/<settings hash>/`` (``data/cache.py``), so a
-second run with the same settings reads it instead of rebuilding. Batches come from a ``DataLoader`` on the
-host, or, on a GPU, are cut on the device from token ids copied there once (``data/device_batches.py``).
-A fine-tuned run (``original``) reads a second corpus, the one its starting run trained on, with the same
-tokenizer: its training pairs are mixed in, ``replay`` of them per new pair seen, and it is validated and
-tested beside the new one (the ``*_original`` splits).
-"""
+"""The LightningDataModule: corpus -> leak-free splits -> BPE -> cached token ids (``data/cache.py``) -> batches,
+from a ``DataLoader`` on the host or cut on the device (``data/device_batches.py``). A fine-tuned run also reads
+its starting run's corpus (``original``): mixed into training, ``replay`` per new pair, and evaluated beside it."""
 
 from __future__ import annotations
 
@@ -273,12 +267,11 @@ class TranslationDataModule(L.LightningDataModule):
             num_replicas=trainer.world_size if trainer else 1, rank=trainer.global_rank if trainer else 0,
         )
         alignments = self._alignments if split == "train" else None  # (teacher forcing's guide: training only)
-        if self.hparams.on_device:  # the ids live on the training device; each batch is cut out there
-            device = trainer.strategy.root_device if trainer else torch.device("cpu")
-            return DeviceBatches(src_ids, tgt_ids, rows, sampler, device=device, alignments=alignments,
-                                 **self.special_ids)
+        device = trainer.strategy.root_device if self.hparams.on_device and trainer else "cpu"  # where the ids live
+        collate = Collator(src_ids, tgt_ids, **self.special_ids, alignments=alignments, device=device)
+        if self.hparams.on_device:  # each batch is cut out on the device
+            return DeviceBatches(collate, rows, sampler)
         # The sampler yields positions in ``rows``; the loader turns them into row indices.
-        collate = Collator(src_ids, tgt_ids, **self.special_ids, alignments=alignments)
         workers = self.hparams.num_workers
         # pin_memory: page-locked batches copy to a GPU asynchronously; persistent workers skip a
         # restart at every epoch and validation.

@@ -14,6 +14,7 @@ begins a sentence: a capital there says nothing about a name.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from typing import NamedTuple
 
@@ -43,16 +44,6 @@ class Token(NamedTuple):
 def cased(letter: str) -> bool:
     """A letter of a script with case (Latin, Greek, Cyrillic, Armenian)."""
     return letter.lower() != letter.upper()
-
-
-def _cut_by_case(word: str) -> list[str]:
-    """``私はTomです`` → ``私は``, ``Tom``, ``です``: a word of one script inside another's text is a word."""
-    pieces, start = [], 0
-    for i in range(1, len(word)):
-        if cased(word[i]) != cased(word[i - 1]):
-            pieces.append(word[start:i])
-            start = i
-    return [*pieces, word[start:]]
 
 
 def _code_piece(piece: str) -> bool:
@@ -85,8 +76,8 @@ def _words(text: str, taken: list[tuple[int, int]], digits: bool = True) -> list
                 not (digits and _touches_a_digit(text, start, match.end())):
             words[-1] = (words[-1][0], text[words[-1][0] : match.end()])
             continue
-        one_script = word.isascii() or all(map(cased, word)) or not any(map(cased, word))
-        for piece in [word] if one_script else _cut_by_case(word):
+        # A word of one script inside another's text is a word: 私はTomです → 私は · Tom · です
+        for piece in [word] if word.isascii() else ["".join(p) for _, p in itertools.groupby(word, key=cased)]:
             if not (digits and _touches_a_digit(text, start, start + len(piece))):
                 words.append((start, piece))
             start += len(piece)

@@ -46,8 +46,7 @@ def diagonal_prior(e: dict[str, Tensor], tension: float, null_probability: float
     closeness = torch.exp(-tension * ((e["i"] + 1) / e["m"] - (e["j"] + 1) / e["n"]).abs())
     closeness = torch.where(is_null, torch.zeros_like(closeness), closeness)
     row_sum = torch.zeros(int(e["target"].max()) + 1, dtype=closeness.dtype).index_add_(0, e["target"], closeness)
-    return torch.where(is_null, torch.full_like(closeness, null_probability),
-                       (1 - null_probability) * closeness / row_sum[e["target"]])
+    return torch.where(is_null, null_probability, (1 - null_probability) * closeness / row_sum[e["target"]])
 
 
 def align(pairs: Sequence[tuple[Sequence[int], Sequence[int]]], iterations: int = 5, tension: float = 4.0,
@@ -79,11 +78,8 @@ def align(pairs: Sequence[tuple[Sequence[int], Sequence[int]]], iterations: int 
     position = torch.where(e["i"] == e["m"], torch.full_like(e["i"], NO_SOURCE), e["i"])
     chosen = torch.full((targets,), len(e["i"]), dtype=torch.long).scatter_reduce_(
         0, e["target"][winner], torch.arange(len(e["i"]))[winner], "amin")
-    aligned = position[chosen].tolist()
-    start = 0
-    for index in kept:
-        length = len(pairs[index][1])
-        result[index], start = aligned[start : start + length], start + length
+    for index, links in zip(kept, position[chosen].split([len(pairs[index][1]) for index in kept])):
+        result[index] = links.tolist()
     return result
 
 

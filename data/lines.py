@@ -44,10 +44,8 @@ class LineReader:
 
     def _fill(self) -> None:
         data = os.read(self.fd, self.block)
-        if data:
-            self.buffer += data
-        else:
-            self._eof = True
+        self.buffer += data
+        self._eof = not data
 
     def __iter__(self) -> Iterator[str]:
         while True:
@@ -58,8 +56,7 @@ class LineReader:
             if newline < 0 and not self.buffer:  # end of input
                 return
             end = newline if 0 <= newline else len(self.buffer)
-            raw, rest = bytes(self.buffer[:end]), self.buffer[end + 1 :] if 0 <= newline else bytearray()
-            self.buffer = bytearray(rest)
+            raw, self.buffer = bytes(self.buffer[:end]), self.buffer[end + 1 :]
             if self._skipping:  # the tail of a line that was already cut and yielded
                 self._skipping = newline < 0
                 continue
@@ -69,13 +66,9 @@ class LineReader:
                     cut -= 1
                 raw, self._skipping = raw[:cut], newline < 0
                 self.cut_lines += 1
-            yield self._decode(raw)
-
-    def _decode(self, raw: bytes) -> str:
-        text = raw.decode("utf-8", errors="replace").rstrip("\r")
-        if "\ufffd" in text and b"\xef\xbf\xbd" not in raw:
-            self.invalid_lines += 1
-        return text
+            text = raw.decode("utf-8", errors="replace").rstrip("\r")
+            self.invalid_lines += "\ufffd" in text and b"\xef\xbf\xbd" not in raw  # a replaced byte, not a typed U+FFFD
+            yield text
 
 
 # Control characters (C0, DEL, C1) but the tab, and the line and paragraph separators: a tokenizer reads them

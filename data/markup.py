@@ -1,14 +1,8 @@
 """Inline Markdown in a pasted line: set aside before the model reads the line, put back around the words its
-translation aligns with them.
+translation aligns with them (what each marker does: docs/attention.md).
 
     "Press **Save** to keep `notes.txt`."     the model reads "Press Save to keep CODE1.", a code it copies
     "Pulse **Guardar** para conservar `notes.txt`."     ← "**" around the words aligned with "Save"
-
-Bold (``**``, ``__``), italic (``*``, ``_``) and a link's text (``[text](url)``) wrap the target words aligned with
-the source words they wrapped (from the first to the last, punctuation at their edges left outside); a word aligned
-with none of them keeps no markup. A code span is never translated: the model reads a placeholder that copy slots
-copy like any code, and the span is put back where it comes out (at the end, where it does not). A marker without
-its partner (``2 * 3``, ``**note``) is text, never an error.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
-"""Sentence pairs from a corpus as people have it, read as what it is, in the run's direction, all through the
-same cleaning.
-
-Formats (``data.corpus_format``; ``auto`` decides by the name's extension in any case, then by the content):
-
-- ``tatoeba``: a manythings.org / Tatoeba download (``nld-eng.zip``, ``spa-eng.zip``, or the ``.txt`` inside it):
-  ``English<TAB>Other[<TAB>CC-BY attribution]``, English first whichever direction is trained;
-- ``tsv`` / ``csv``: a table (``.tsv``, ``.csv``, or a tab-separated ``.txt``; a CSV read with quotes and all);
-  its columns named by a header line of language codes (``es<TAB>en``, ``id,en,es``) or ``data.columns``;
-  two columns without either are source then target; more are refused;
-- ``tmx``: a translation memory (``.tmx``, or a file that opens a ``<tmx>`` element), its units' segments in the
-  pair's two languages by ``xml:lang`` (``data/tmx.py``);
-- ``aligned``: two plain-text files, one sentence a line (``corpus.en`` + ``corpus.nl``), given as the prefix
-  ``corpus``, Moses style;
-- ``hub``: a Hugging Face dataset with a ``translation`` column (``hub_pairs``).
-
-Every pair is stripped and put in Unicode NFC. A bad line (too few or too many fields, an empty side) is counted
-per kind with its line number, and said as a warning; nothing is dropped silently, and no byte is replaced:
-a file that is not UTF-8 is refused where it stops being so, unless ``data.encoding`` names its encoding.
-"""
+"""Sentence pairs from a corpus as people have it (a manythings download, TSV, CSV, TMX, aligned files, a hub
+dataset: docs/configuration.md's table), read as what it is, in the run's direction, all through the same cleaning
+(stripped, NFC); a bad line counted per kind with its line number, never a byte replaced."""
 
 from __future__ import annotations
 
@@ -63,10 +46,6 @@ class ParseReport:
     def skipped(self) -> int:
         return sum(self.bad.values())
 
-    @property
-    def malformed(self) -> int:
-        return self.bad.get("too_few_fields", 0) + self.bad.get("too_many_fields", 0)
-
     def count(self, kind: str, line_number: int, strict: bool, where: str) -> None:
         """One bad line of ``kind``; with ``strict``, a ``CorpusError`` at the first."""
         if strict:
@@ -79,8 +58,8 @@ class ParseReport:
     def summary(self) -> str:
         text = f"{self.kept} pairs kept, {self.skipped} lines skipped, {self.renormalized} re-normalized to NFC"
         for kind, count in self.bad.items():
-            shown = ", ".join(map(str, self.first_lines.get(kind, [])))
-            text += f"; {count} with {BAD_LINES[kind]} (line{'s' if count > 1 else ''} {shown}{', …' * (count > 5)})"
+            shown = ", ".join(map(str, self.first_lines.get(kind, []))) + ", …" * (count > FIRST_LINES_KEPT)
+            text += f"; {count} with {BAD_LINES[kind]} (line{'s' if count > 1 else ''} {shown})"
         return text
 
 
@@ -177,36 +156,31 @@ def table_pairs(text: str, fmt: str, pair: LanguagePair, where: str, columns: Se
     """The pairs of a Tatoeba download, a TSV or a CSV, in the run's direction."""
     table = rows(text, fmt)
     layout = choose_layout(table[0][1] if table else [], fmt, pair, columns, where)
-    report, pairs = ParseReport(fmt, layout.describe(where, fmt)), []
-    for number, fields in table[layout.header:]:
-        if not any(f.strip() for f in fields):
-            continue  # a blank line holds no pair: nothing is lost
-        if len(fields) not in layout.sizes:
-            kind = "too_few_fields" if len(fields) < min(layout.sizes) else "too_many_fields"
-            report.count(kind, number, strict, where)
+
+    def entry(fields: list[str]) -> tuple[str, str] | str:
+        if len(fields) in layout.sizes:
+            return fields[layout.source], fields[layout.target]
+        return "too_few_fields" if len(fields) < min(layout.sizes) else "too_many_fields"
+    entries = [(number, entry(fields)) for number, fields in table[layout.header:]
+               if any(f.strip() for f in fields)]  # a blank line holds no pair: nothing is lost
+    return cleaned(entries, ParseReport(fmt, layout.describe(where, fmt)), strict, where)
+
+
+def cleaned(entries: Iterable[tuple[int, tuple[str | None, str | None] | str]], report: ParseReport,
+            strict: bool = False, where: str = "") -> tuple[Pairs, ParseReport]:
+    """The NFC, stripped pairs of ``entries`` (line number, the pair or the kind of bad line it is); each bad line,
+    and each pair with an empty side, counted in ``report``."""
+    pairs = []
+    for number, sides in entries:
+        if isinstance(sides, str):
+            report.count(sides, number, strict, where)
+            continue
+        clean = tuple(unicodedata.normalize("NFC", text or "").strip() for text in sides)
+        report.renormalized += clean != tuple((text or "").strip() for text in sides)
+        if all(clean):
+            pairs.append(clean)
         else:
-            keep_clean(fields[layout.source], fields[layout.target], number, pairs, report, strict, where)
-    report.kept = len(pairs)
-    return pairs, report
-
-
-def keep_clean(source: str, target: str, number: int, pairs: Pairs, report: ParseReport, strict: bool = False,
-               where: str = "") -> None:
-    """Appends the NFC, stripped pair to ``pairs``, or counts line ``number`` as an empty side in ``report``."""
-    clean = tuple(unicodedata.normalize("NFC", text).strip() for text in (source, target))
-    if clean != (source.strip(), target.strip()):
-        report.renormalized += 1
-    if all(clean):
-        pairs.append(clean)
-    else:
-        report.count("empty_side", number, strict, where)
-
-
-def clean_pairs(raw: Iterable[tuple[str, str]], fmt: str, reading: str) -> tuple[Pairs, ParseReport]:
-    """NFC + strip already-split pairs (a hub dataset's, aligned files'); empty ones are skipped."""
-    report, pairs = ParseReport(fmt, reading), []
-    for number, (source, target) in enumerate(raw, 1):
-        keep_clean(source or "", target or "", number, pairs, report)
+            report.count("empty_side", number, strict, where)
     report.kept = len(pairs)
     return pairs, report
 
@@ -219,7 +193,8 @@ def aligned_pairs(prefix: Path, pair: LanguagePair, encoding: str | None = None)
         longer = source_file if len(sources) > len(targets) else target_file
         raise CorpusError(f"{source_file.name} has {len(sources)} lines and {target_file.name} {len(targets)}: "
                           f"not aligned (line {min(len(sources), len(targets)) + 1} of {longer.name} has no partner)")
-    return clean_pairs(zip(sources, targets), "aligned", f"{source_file} → {target_file.name} as aligned files")
+    return cleaned(enumerate(zip(sources, targets), 1),
+                   ParseReport("aligned", f"{source_file} → {target_file.name} as aligned files"))
 
 
 def tmx_pairs(path: Path, pair: LanguagePair, strict: bool = False) -> tuple[Pairs, ParseReport]:
@@ -230,15 +205,11 @@ def tmx_pairs(path: Path, pair: LanguagePair, strict: bool = False) -> tuple[Pai
     if not {pair.source, pair.target} <= reader.languages:
         raise CorpusError(f"{path}: its translation units hold {', '.join(sorted(reader.languages)) or 'no language'},"
                           f" not both {pair.source} and {pair.target}: set data.source_lang / data.target_lang")
-    report, pairs = ParseReport("tmx", f"{path.name} as tmx: xml:lang {pair.source} → {pair.target}, "
-                                       f"{reader.tags_dropped} inline tags dropped"), []
-    for line, source, target in reader.units:
-        if source is None or target is None:
-            report.count("missing_language", line, strict, path.name)
-        else:
-            keep_clean(source, target, line, pairs, report, strict, path.name)
-    report.kept = len(pairs)
-    return pairs, report
+    report = ParseReport("tmx", f"{path.name} as tmx: xml:lang {pair.source} → {pair.target}, "
+                                f"{reader.tags_dropped} inline tags dropped")
+    entries = [(line, "missing_language" if source is None or target is None else (source, target))
+               for line, source, target in reader.units]
+    return cleaned(entries, report, strict, path.name)
 
 
 def hub_pairs(path: str, name: str | None, split: str, pair: LanguagePair) -> tuple[Pairs, ParseReport]:
@@ -252,8 +223,8 @@ def hub_pairs(path: str, name: str | None, split: str, pair: LanguagePair) -> tu
             raise CorpusError(f"{path}: rows translate {'/'.join(sorted(translation)) or 'nothing'}, not "
                               f"{pair.source}/{pair.target}: set data.source_lang / data.target_lang to its languages")
         return translation[pair.source], translation[pair.target]
-    reading = f"{path} ({split}) as hub: translation['{pair.source}'] → translation['{pair.target}']"
-    pairs, report = clean_pairs(map(sides, load_dataset(path, name, split=split)), "hub", reading)
+    report = ParseReport("hub", f"{path} ({split}) as hub: translation['{pair.source}'] → translation['{pair.target}']")
+    pairs, report = cleaned(enumerate(map(sides, load_dataset(path, name, split=split)), 1), report)
     if report.skipped:
         log.warning("%s: %s", path, report.summary())
     return pairs, report
@@ -280,8 +251,9 @@ def read_pairs(path: Path, pair: LanguagePair, corpus_format: str = "auto", colu
         if fmt == "tatoeba" and path.suffix.lower() != ".zip":
             check_tatoeba_language(path, path.name, pair)
         pairs, report = table_pairs(text, fmt, pair, path.name, columns, strict)
-    if report.malformed > report.kept:
-        raise CorpusError(f"{path}: {report.malformed} malformed lines against {report.kept} pairs of "
+    malformed = report.bad.get("too_few_fields", 0) + report.bad.get("too_many_fields", 0)
+    if malformed > report.kept:
+        raise CorpusError(f"{path}: {malformed} malformed lines against {report.kept} pairs of "
                           f"{pair.describe('–')} read as {report.format}: not a sentence-pair corpus in that "
                           f"format")
     if report.skipped:

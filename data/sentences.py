@@ -23,11 +23,14 @@ import unicodedata
 from itertools import accumulate
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from sentencex import segment
 
-from data.casing import Vocabulary, restyled, sentence_cased, style
+from data.casing import restyled, sentence_cased, style
+
+if TYPE_CHECKING:
+    from data.casing import Vocabulary
 
 LIST_MARKER = re.compile(r"\s*(?:[-*•‣◦▪–—>]|#{1,6}|\(?\d{1,3}[.)]|\(?[a-z][.)]|\([A-Z]\))\s+")
 # A label: up to three words at a sentence's start, a colon, then a capital (or a quote and a capital).
@@ -81,10 +84,7 @@ class LineSplitter:
         lead = (LIST_MARKER.match(text) or re.match(r"\s*", text)).group()
         found = [Piece(lead)]
         for sentence in self._segments(text[len(lead) :]):
-            body = sentence.strip()
-            if not body:
-                found.append(Piece(sentence))
-                continue
+            body = sentence.strip()  # (spacing alone: kept whole, after an empty piece)
             start = sentence.index(body)
             found.append(Piece(sentence[:start]))
             label = LABEL.match(body)
@@ -111,19 +111,16 @@ class LineSplitter:
     def _fitted(self, text: str) -> list[Piece]:
         """``text`` as one sentence, or cut at inner punctuation into pieces that each fit, as few as can (measured
         as the model reads them: a line in capitals, in sentence case)."""
-        if not text or self._fits(text):
+        if not text or self.fits(self._sentence(text).model_text):
             return [self._sentence(text)] if text else []
         cuts = [(m.start(), m.end()) for m in INNER_BREAK.finditer(text)]
         found, start = [], 0
         for n, (at, after) in enumerate(cuts):  # a cut is made where the next part would not fit
             following = cuts[n + 1][0] if n + 1 < len(cuts) else len(text)
-            if not self._fits(text[start:following]):
+            if not self.fits(self._sentence(text[start:following]).model_text):
                 found += [self._sentence(text[start:at]), Piece(text[at:after])]
                 start = after
         return found + [self._sentence(text[start:])]
-
-    def _fits(self, text: str) -> bool:
-        return self.fits(self._sentence(text).model_text)
 
     def sentence_count(self, line: str) -> int:
         """How many sentences the segmenter finds in ``line`` (microseconds: a server asks for every request)."""

@@ -31,8 +31,8 @@ def group_key(source: str) -> str:
 
 
 def word_pattern(words: list[str]) -> re.Pattern:
-    """Any of ``words``, whole and in any case: a topic (``data.exclude_words``, ``scripts/topic_slice.py``). A word
-    of a script without spaces (医生, หมอ) is found inside its text, where no word boundary marks it."""
+    """Any of ``words``, whole and in any case: a topic (``data.exclude_words``, ``scripts/export_split.py --words``).
+    A word of a script without spaces (医生, หมอ) is found inside its text, where no word boundary marks it."""
     alternatives = [re.escape(word) if UNSPACED_SCRIPT.search(word) else rf"\b{re.escape(word)}\b" for word in words]
     return re.compile("|".join(alternatives), re.IGNORECASE)
 
@@ -60,8 +60,6 @@ def split_pairs(
 
     Returns splits with columns ``src``, ``tgt``, ``refs`` (train: ``refs == [tgt]``).
     """
-    if not 0 <= val_fraction < 1 or not 0 <= test_fraction < 1 or val_fraction + test_fraction >= 1:
-        raise ValueError(f"bad split fractions: validation {val_fraction}, test {test_fraction}")
     groups: dict[str, list[int]] = defaultdict(list)
     for i, (source, _) in enumerate(pairs):
         groups[group_key(source)].append(i)
@@ -70,41 +68,26 @@ def split_pairs(
     # Fill validation and test up to their share of *pairs*, then the rest is train.
     targets = {"validation": val_fraction * len(pairs), "test": test_fraction * len(pairs)}
     assigned: dict[str, list[str]] = {"validation": [], "test": [], "train": []}
-    filled = {"validation": 0, "test": 0}
+    filled = {"validation": 0, "test": 0, "train": 0}
     for key in keys:
         split = next((s for s in ("validation", "test") if filled[s] < targets[s]), "train")
         assigned[split].append(key)
-        if split != "train":
-            filled[split] += len(groups[key])
+        filled[split] += len(groups[key])
     if pairs and not assigned["train"]:
         raise CorpusError(f"{len(pairs)} pairs ({len(groups)} distinct source sentences) are too few to split: "
                           f"validation ({val_fraction:g}) and test ({test_fraction:g}) each take at least one source "
                           f"sentence with all its translations, and training needs the rest: give at least "
                           f"{1 + (val_fraction > 0) + (test_fraction > 0)} distinct sentences, many more to learn")
 
-    def rows(split: str, grouped: bool) -> dict[str, list]:
-        src, tgt, refs = [], [], []
+    def rows(split: str) -> dict[str, list]:
+        # (source,) or (source, pair) -> its references: validation and test, one row per distinct source sentence
+        references: dict[tuple, list[str]] = defaultdict(list)
         for key in sorted(assigned[split]):
-            indices = groups[key]
-            if grouped:  # one row per distinct source sentence, every translation as a reference
-                by_source: dict[str, list[str]] = defaultdict(list)
-                for i in indices:
-                    by_source[pairs[i][0]].append(pairs[i][1])
-                for source, targets in by_source.items():
-                    src.append(source)
-                    tgt.append(targets[0])
-                    refs.append(targets)
-            else:
-                for i in indices:
-                    src.append(pairs[i][0])
-                    tgt.append(pairs[i][1])
-                    refs.append([pairs[i][1]])
-        return {"src": src, "tgt": tgt, "refs": refs}
+            for i in groups[key]:
+                references[(pairs[i][0],) if split != "train" else (pairs[i][0], i)].append(pairs[i][1])
+        refs = list(references.values())
+        return {"src": [row[0] for row in references], "tgt": [targets[0] for targets in refs], "refs": refs}
 
-    splits = DatasetDict(
-        train=dataset(rows("train", grouped=False)),
-        validation=dataset(rows("validation", grouped=True)),
-        test=dataset(rows("test", grouped=True)),
-    )
+    splits = DatasetDict({split: dataset(rows(split)) for split in ("train", "validation", "test")})
     return splits.shuffle(seed=seed).flatten_indices() if len(pairs) else splits
 

@@ -1,16 +1,6 @@
-"""A translation memory (TMX, what CAT tools and OPUS export) read as sentence pairs, streaming.
-
-    <tu><tuv xml:lang="en-US"><seg>Press <bpt i="1">&lt;b&gt;</bpt>Save<ept i="1">&lt;/b&gt;</ept>.</seg></tuv>
-        <tuv xml:lang="es-ES"><seg>Pulse <hi>Guardar</hi>.</seg></tuv></tu>      →  ("Press Save.", "Pulse Guardar.")
-
-Each translation unit gives the pair of its segments in the run's two languages, matched by the primary subtag of
-their ``xml:lang`` (``en-US``, ``EN_gb`` → en; TMX 1.1's ``lang`` too). Inline codes (``<bpt>``, ``<ept>``,
-``<ph>``, ``<it>``, ``<ut>``) hold the document's own markup: dropped with their content, and counted; ``<hi>``
-and ``<sub>`` hold text: kept. The file is parsed by expat as it is read (a memory can be gigabytes), in the
-encoding its byte-order mark or declaration says (UTF-8, UTF-16); external entities are never fetched. A unit
-without both languages is counted with its line number; a file that is not well-formed is refused where it stops
-being so; a file without the pair is refused with the languages it holds.
-"""
+"""A translation memory (TMX, what CAT tools and OPUS export) read as sentence pairs as it streams (expat, nothing
+fetched): each unit's segments in the run's two languages by the primary subtag of ``xml:lang``, inline codes
+(``<bpt>``, ``<ph>``, ...) dropped with their content and counted; what is refused: docs/configuration.md."""
 
 from __future__ import annotations
 
@@ -29,15 +19,8 @@ def is_tmx(path: Path) -> bool:
     """A file whose first kilobyte (in UTF-8 or UTF-16) holds a ``<tmx`` element."""
     with path.open("rb") as file:
         head = file.read(1024)
-    for encoding in ("utf-16", "utf-8") if head[:2] in (b"\xff\xfe", b"\xfe\xff") else ("utf-8",):
-        if "<tmx" in head.decode(encoding, "ignore"):
-            return True
-    return False
-
-
-def primary_language(tag: str) -> str:
-    """``en-US``, ``EN_gb``, ``en`` → ``en``."""
-    return re.split(r"[-_]", tag.strip(), maxsplit=1)[0].lower()
+    encodings = ("utf-16", "utf-8") if head[:2] in (b"\xff\xfe", b"\xfe\xff") else ("utf-8",)
+    return any("<tmx" in head.decode(encoding, "ignore") for encoding in encodings)
 
 
 class TmxReader:
@@ -58,7 +41,7 @@ class TmxReader:
             self._unit = (self.parser.CurrentLineNumber, {})
         elif name == "tuv" and self._unit is not None:
             tag = next((attributes[a] for a in LANG_ATTRIBUTES if a in attributes), "")
-            self._language = primary_language(tag)
+            self._language = re.split(r"[-_]", tag.strip(), maxsplit=1)[0].lower()  # en-US, EN_gb, en → en
             self.languages.add(self._language)
         elif name == "seg" and self._language is not None:
             self._segment = []

@@ -71,10 +71,7 @@ def tokenizer_fingerprint(folder: str | os.PathLike) -> str:
     folder = Path(folder)
     files = [folder / JOINT_FILE] if (folder / JOINT_FILE).is_file() else [folder / SRC_FILE, folder / TGT_FILE]
     files += [folder / SLOTS_FILE] if (folder / SLOTS_FILE).is_file() else []
-    digest = hashlib.sha256()
-    for f in files:
-        digest.update(f.read_bytes())
-    return digest.hexdigest()
+    return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()
 
 
 def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2,
@@ -190,13 +187,10 @@ class TranslationTokenizer:
     def save(self, folder: str | os.PathLike) -> list[Path]:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        slots = [self.slots.save(folder)] if self.slots else []
-        if self.joint:
-            self.src.save(str(folder / JOINT_FILE))
-            return [folder / JOINT_FILE, *slots]
-        self.src.save(str(folder / SRC_FILE))
-        self.tgt.save(str(folder / TGT_FILE))
-        return [folder / SRC_FILE, folder / TGT_FILE, *slots]
+        files = {JOINT_FILE: self.src} if self.joint else {SRC_FILE: self.src, TGT_FILE: self.tgt}
+        for name, tokenizer in files.items():
+            tokenizer.save(str(folder / name))
+        return [folder / name for name in files] + ([self.slots.save(folder)] if self.slots else [])
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> "TranslationTokenizer":

@@ -4,15 +4,25 @@ import pytest
 import torch
 from lightning.fabric.utilities.data import _set_sampler_epoch
 
-from data.sampler import Collator
-from data.device_batches import DeviceBatches, cut
-from data.sampler import TokenBucketBatchSampler
+from data.device_batches import DeviceBatches
+from data.sampler import Collator, TokenBucketBatchSampler, cut
 from helpers import BOS, EOS, PAD, small_datamodule
 
 
 def test_cut_pads_each_row_to_the_width():
     flat, starts, lengths = torch.tensor([5, 6, 7, 8, 9, 10]), torch.tensor([0, 2, 5]), torch.tensor([2, 3, 1])
-    assert cut(flat, starts, lengths, 4, PAD).tolist() == [[5, 6, 0, 0], [7, 8, 9, 0], [10, 0, 0, 0]]
+    assert cut((flat, starts, lengths), torch.arange(3), 4, PAD).tolist() == [[5, 6, 0, 0], [7, 8, 9, 0], [10, 0, 0, 0]]
+    assert cut((flat, starts, lengths), torch.tensor([2, 0]), 2, PAD).tolist() == [[10, 0], [5, 6]]
+
+
+def test_the_collator_pads_each_side():
+    src, tgt, aligned = [[5, 6, 2], [7, 2]], [[8], [9, 10, 11]], [[0], [1, -1, 0]]
+    batch = Collator(src, tgt, PAD, BOS, EOS, alignments=aligned)([1, 0])
+    assert batch["src"].tolist() == [[7, 2, PAD], [5, 6, 2]]
+    assert batch["tgt_in"].tolist() == [[BOS, 9, 10, 11], [BOS, 8, PAD, PAD]]
+    assert batch["tgt_out"].tolist() == [[9, 10, 11, EOS], [8, EOS, PAD, PAD]]
+    assert batch["alignment"].tolist() == [[1, -1, 0, -1], [0, -1, -1, -1]] and batch["index"].tolist() == [1, 0]
+    assert all(t.dtype == torch.long for t in batch.values())
 
 
 @pytest.mark.parametrize("replicas", [1, 2])
@@ -27,7 +37,7 @@ def test_batches_equal_the_host_loaders_every_epoch(replicas):
     collate = Collator(src, tgt, PAD, BOS, EOS, alignments=aligned)
     for rank in range(replicas):
         sampler = TokenBucketBatchSampler(lengths, 96, shuffle=True, seed=3, num_replicas=replicas, rank=rank)
-        on_device = DeviceBatches(src, tgt, rows, sampler, PAD, BOS, EOS, "cpu", alignments=aligned)
+        on_device = DeviceBatches(Collator(src, tgt, PAD, BOS, EOS, aligned, device="cpu"), rows, sampler)
         assert on_device.sampler is sampler and len(on_device) == len(sampler)
         for epoch in (0, 1):
             _set_sampler_epoch(on_device, epoch)  # what Lightning calls at every epoch
