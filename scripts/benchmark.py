@@ -1,26 +1,21 @@
-"""Where the training step's time goes, and how fast it is against torch.nn.Transformer — ratios from ONE run.
+"""Where the training step's time goes, and training and decoding speed against the alternatives — from ONE run.
 
-    python scripts/benchmark.py                 # ~6 minutes on a 2-core CPU
-    python scripts/benchmark.py --pipeline      # + 430 steps of the real `python train.py` (~3 more minutes)
-    python scripts/benchmark.py --quick         # fewer repetitions (a smoke check)
+    python scripts/benchmark.py                 # sections 1-3 and 5: ~6 minutes on a 2-core CPU
+    python scripts/benchmark.py --pipeline      # + 4: 430 steps of the real `python train.py` (~3 more minutes)
+    python scripts/benchmark.py --quick         # fewer repetitions (a smoke check); --decoding: section 5 alone
+    python scripts/benchmark.py --run outputs/my_run --lines test.en                           # section 6
+    python scripts/benchmark.py --run outputs/my_run --lines test.en --refs test.refs.jsonl    # section 7
 
-The model, optimizer, dropout and precision are the defaults of ``configs/`` (``runtime.precision:
-auto`` resolved on this machine), on a Tatoeba-like batch of ~4,096 tokens per side. Prints:
-  1. a profile of our default training step: shares of step time by kind of op;
-  2. the step's achieved GFLOP/s against fp32 and bf16 matmuls of the model's shapes;
-  3. the headline: our default step against the torch.nn.Transformer fp32 peer of the same shape
-     (``scripts/torch_peer.py``), and what each setting buys, timed interleaved;
-  4. (``--pipeline``) tokens/s of ``python train.py`` itself, real batches, against that peer;
-  5. greedy decoding: with the KV cache, without, and torch.nn's usual uncached loop
-     (``scripts/benchmark_decoding.py``, which also runs alone).
-Each ratio's sides are timed in turns (A, B, A, B, ...) and the median taken: these machines are noisy.
+Each ratio's sides are timed in turns (A, B, A, B, ...; medians: these machines are noisy). ``configs/``' defaults
+against the ``scripts/torch_peer.py`` fp32 peer of the same shape; a trained run's speed in translate.py's pipeline,
+and in CTranslate2 (float32, int8) and `transformers`' generate() on the same weights. Each section says what it is.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
+import json
 import statistics
 import subprocess
 import sys
@@ -28,19 +23,25 @@ import tempfile
 import time
 import warnings
 from collections import defaultdict
+from dataclasses import replace
+from datetime import date
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from hydra import compose, initialize_config_dir
 from torch.profiler import ProfilerActivity, profile
 from torch.utils.flop_counter import FlopCounterMode
 
-from benchmark_decoding import (PAD, ROOT, SHAPE_KEYS, decoding_section, default_config, interleaved_times,
-                                tatoeba_like_batch)
-from runtime.machine import choose_precision, machine_name, matmul_gflops
+from gpu_check_report import read_metrics  # scripts/gpu_check_report.py, beside this file
+from model.search import SearchConfig, greedy_decode
 from model.training.translation_module import label_smoothed_loss
 from model.transformer import Seq2SeqTransformer
-from torch_peer import TorchTransformer  # scripts/torch_peer.py, beside this file
+from runtime.machine import choose_precision, machine_name, matmul_gflops
+from torch_peer import BOS, EOS, PAD, TorchTransformer  # scripts/torch_peer.py, beside this file
+
+ROOT = Path(__file__).resolve().parent.parent
+SHAPE_KEYS = ("d_model", "num_heads", "num_encoder_layers", "num_decoder_layers", "d_ff")
 
 # Kinds of op, by the name of the aten op that owns the time (self time: children excluded).
 OP_KINDS = [
@@ -52,6 +53,64 @@ OP_KINDS = [
     ("layer norm", ("layer_norm",)),
     ("optimizer (AdamW)", ("adamw", "_foreach", "lerp", "addcdiv", "addcmul")),
 ]
+
+
+def header() -> str:
+    """The machine a benchmark ran on, its threads, torch and the date: every benchmark's first line."""
+    return f"{machine_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}, {date.today()}"
+
+
+def default_config(overrides: list[str] | None = None):
+    """configs/train.yaml as `python train.py [OVERRIDES]` composes it. Hydra registers the config nodes made
+    from code when it finds ``hydra_plugins`` on the path, as it does beside train.py; from scripts/ it may not."""
+    __import__("hydra_plugins.structured_configs")  # registers module/search/default
+
+    with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base="1.3"):
+        return compose("train", overrides=overrides or [])
+
+
+def tatoeba_like_batch(n_sentences: int, vocab: int, seed: int = 0, spread: float = 4.0):
+    """Source/target ids with Tatoeba-like BPE lengths (around 10-12 tokens), right-padded; ``spread``: the lengths'
+    standard deviation (a small one mimics one length bucket)."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = (torch.randn(n_sentences, generator=g) * spread + 11).round().clamp(3, 30).long()
+    src = torch.full((n_sentences, int(lengths.max())), PAD)
+    tgt = torch.full((n_sentences, int(lengths.max()) + 2), PAD)
+    for i, n in enumerate(lengths.tolist()):
+        src[i, :n] = torch.randint(4, vocab, (n,), generator=g)
+        src[i, n - 1] = EOS
+        m = n + 1
+        tgt[i, :m] = torch.randint(4, vocab, (m,), generator=g)
+        tgt[i, 0], tgt[i, m - 1] = BOS, EOS
+    return src, tgt
+
+
+def real_tokens(batch) -> int:
+    """A batch's real tokens: its sources' and its targets' after BOS."""
+    src, tgt = batch
+    return int((src != PAD).sum() + (tgt[:, 1:] != PAD).sum())
+
+
+def interleaved_times(runs: dict, repeats: int, warmup: int = 1) -> dict[str, float]:
+    """Median seconds per call of each runner, timed in turns so that noise hits all of them."""
+    for run in runs.values():
+        for _ in range(warmup):
+            run()
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def lines_per_s(translate, lines: list[str]) -> tuple[float, list]:
+    """Lines/s of ``translate(lines)`` after a warm-up on the first 64 of them, and what it returned."""
+    translate(lines[:64])
+    start = time.perf_counter()
+    results = translate(lines)
+    return len(lines) / (time.perf_counter() - start), results
 
 
 def training_step(model, optimizer, src, tgt, bf16: bool) -> None:
@@ -96,65 +155,74 @@ def pipeline_tokens_per_s(steps: int) -> tuple[float, int]:
         result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
         if result.returncode != 0:
             raise SystemExit(f"benchmark.py: {' '.join(command)} failed:\n{result.stderr[-2000:]}")
-        rows = list(csv.DictReader(next(Path(run_dir).rglob("metrics.csv")).open()))
-    rates = [float(r["train/tokens_per_s"]) for r in rows if r.get("train/tokens_per_s") and int(r["step"]) >= 30]
+        rows = read_metrics(Path(run_dir))
+    rates = [r["train/tokens_per_s"] for r in rows if "train/tokens_per_s" in r and r["step"] >= 30]
     return statistics.median(rates), len(rates)
 
 
-def arguments() -> argparse.Namespace:
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions and sentences")
     parser.add_argument("--pipeline", action="store_true", help="also time `python train.py` itself")
     parser.add_argument("--pipeline-steps", type=int, default=400, help="its optimizer steps (after 30 warm-up)")
     parser.add_argument("--sentences", type=int, default=2000, help="sentences for the decoding benchmark")
-    return parser.parse_args()
-
-
-def main() -> None:
-    args = arguments()
+    parser.add_argument("--decoding", action="store_true", help="the decoding benchmark alone (section 5)")
+    parser.add_argument("--run", type=Path, help="a trained run: its speed with scores and alignments (section 6)")
+    parser.add_argument("--lines", type=Path, help="with --run: the lines to translate (scripts/export_split.py)")
+    parser.add_argument("--refs", type=Path, help="with --run: their references, one JSON list a line: the engines "
+                        "compared (section 7)")
+    parser.add_argument("--ids", type=Path, help="with --refs: our output ids as JSON: compared with if the file "
+                        "exists, else written (the same outputs before and after a change to the search)")
+    args = parser.parse_args()
+    if args.run and not args.lines:
+        parser.error("--run needs --lines")
+    print(header())
+    if args.run:
+        lines = args.lines.read_text(encoding="utf-8").splitlines()
+        if args.refs:
+            return engines_section(args.run, lines, args.refs, args.ids)
+        return scores_section(args.run, lines, args.lines, 3)
     repeats = 2 if args.quick else 7
     warnings.filterwarnings("ignore", category=UserWarning)  # torch.nn's mask / nested-tensor notices
     torch.manual_seed(0)
     cfg = default_config()
-    print(f"{machine_name()}, {torch.get_num_threads()} threads, torch {torch.__version__}")
     shape = {k: cfg.model[k] for k in SHAPE_KEYS}
     vocab, dropout = cfg.data.vocab_size, cfg.model.dropout
     fused = bool(cfg.optim.optimizer.get("fused", False))
     precision = choose_precision(False) if cfg.runtime.precision == "auto" else cfg.runtime.precision
     bf16 = precision.startswith("bf16")
-    print(f"default: {shape}, vocab {vocab}, dropout {dropout}, AdamW fused={fused}, precision {precision}")
-
-    # Batches of one length bucket (~12 tokens a sentence): the peer's ~4,096 tokens per side, and
-    # the default token budget (data.max_tokens) that train.py fills.
-    big = tatoeba_like_batch(320, vocab, spread=0.5)
-    small = tatoeba_like_batch(max(cfg.data.max_tokens // 13, 1), vocab, spread=0.5)
-    tokens = {id(b): int((b[0] != PAD).sum() + (b[1][:, 1:] != PAD).sum()) for b in (big, small)}
 
     def ours(drop: float, fused_adamw: bool):
         model = Seq2SeqTransformer(vocab, vocab, **shape, dropout=drop, share_embeddings=True).train()
         return model, torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused_adamw)
 
     default_model, default_opt = ours(dropout, fused)
-    plain_model, plain_opt = ours(0.1, False)
     peer = TorchTransformer(vocab, **shape, dropout=0.1).train()
-    peer_opt = torch.optim.AdamW(peer.parameters(), lr=1e-4)
-    # name -> (step on a batch, the batch); every step in the table is timed in turns with the others
-    runners = {
-        "torch.nn fp32 (peer), 4k batch": (lambda b: training_step(peer, peer_opt, *b, False), big),
-        "ours, default, default batch": (lambda b: training_step(default_model, default_opt, *b, bf16), small),
-        "ours, default, 4k batch": (lambda b: training_step(default_model, default_opt, *b, bf16), big),
-        "previous default (dropout 0.1), 4k": (lambda b: training_step(plain_model, plain_opt, *b, False), big),
-    }
-    matmul_share = profile_section(runners, tokens)
-    step_flops, peaks = flops_section(default_model, default_opt, small, shape, vocab)
-    peer_rate = steps_section(runners, tokens, repeats, step_flops, peaks, matmul_share)
-    if args.pipeline:
-        pipeline_section(args.pipeline_steps, runners, tokens, peer_rate)
+    if not args.decoding:
+        print(f"default: {shape}, vocab {vocab}, dropout {dropout}, AdamW fused={fused}, precision {precision}")
+        # Batches of one length bucket (~12 tokens a sentence): the peer's ~4,096 tokens per side, and
+        # the default token budget (data.max_tokens) that train.py fills.
+        big = tatoeba_like_batch(320, vocab, spread=0.5)
+        small = tatoeba_like_batch(max(cfg.data.max_tokens // 13, 1), vocab, spread=0.5)
+        plain_model, plain_opt = ours(0.1, False)
+        peer_opt = torch.optim.AdamW(peer.parameters(), lr=1e-4)
+        # name -> (step on a batch, the batch); every step in the table is timed in turns with the others
+        runners = {
+            "torch.nn fp32 (peer), 4k batch": (lambda b: training_step(peer, peer_opt, *b, False), big),
+            "ours, default, default batch": (lambda b: training_step(default_model, default_opt, *b, bf16), small),
+            "ours, default, 4k batch": (lambda b: training_step(default_model, default_opt, *b, bf16), big),
+            "previous default (dropout 0.1), 4k": (lambda b: training_step(plain_model, plain_opt, *b, False), big),
+        }
+        matmul_share = profile_section(runners)
+        step_flops, peaks = flops_section(default_model, default_opt, small, shape, vocab)
+        peer_rate = steps_section(runners, repeats, step_flops, peaks, matmul_share)
+        if args.pipeline:
+            pipeline_section(args.pipeline_steps, runners, peer_rate)
     n_sentences = 200 if args.quick else args.sentences
     decoding_section(default_model.eval(), peer.eval(), vocab, n_sentences, 1 if args.quick else 2)
 
 
-def profile_section(runners: dict, tokens: dict) -> float:
+def profile_section(runners: dict) -> float:
     """1. Where the default step's time goes, by kind of operator; returns the matmuls' share."""
     default_step, default_batch = runners["ours, default, default batch"]
     for _ in range(3):
@@ -162,7 +230,7 @@ def profile_section(runners: dict, tokens: dict) -> float:
     kinds, seconds = profile_by_kind(lambda: default_step(default_batch), steps=10)
     src, tgt = default_batch
     print(f"\n1. profile of the default training step ({seconds * 1000:.0f} ms under the profiler), "
-          f"batch {tuple(src.shape)} src / {tuple(tgt.shape)} tgt, {tokens[id(default_batch)]} real tokens")
+          f"batch {tuple(src.shape)} src / {tuple(tgt.shape)} tgt, {real_tokens(default_batch)} real tokens")
     for kind, share in kinds:
         print(f"   {kind:30s} {share:6.1%}")
     return dict(kinds).get(OP_KINDS[0][0], 0.0)
@@ -186,35 +254,126 @@ def flops_section(model, optimizer, batch, shape: dict, vocab: int) -> tuple[flo
     return step_flops, peaks
 
 
-def steps_section(runners: dict, tokens: dict, repeats: int, step_flops: float, peaks: dict, matmul_share: float) -> float:
+def steps_section(runners: dict, repeats: int, step_flops: float, peaks: dict, matmul_share: float) -> float:
     """3. Every step of ``runners`` timed in turns, against the torch.nn fp32 peer; returns the peer's tokens/s."""
     t = interleaved_times({name: (lambda f=f, b=b: f(b)) for name, (f, b) in runners.items()}, repeats, warmup=1)
-    rate = {name: tokens[id(runners[name][1])] / seconds for name, seconds in t.items()}
+    rate = {name: real_tokens(runners[name][1]) / seconds for name, seconds in t.items()}
     achieved = step_flops / t["ours, default, default batch"] / 1e9
     print(f"   the default step (timed in 3.) achieves {achieved:.0f} GFLOP/s = {achieved / peaks['fp32']:.0%} of "
           f"the fp32 peak, {achieved / peaks['bf16']:.0%} of the bf16 peak")
     big, default_batch = runners["ours, default, 4k batch"][1], runners["ours, default, default batch"][1]
-    print(f"\n3. training steps (4k batch: {tokens[id(big)]} real tokens; default batch: "
-          f"{tokens[id(default_batch)]}), median of {repeats} interleaved")
+    print(f"\n3. training steps (4k batch: {real_tokens(big)} real tokens; default batch: "
+          f"{real_tokens(default_batch)}), median of {repeats} interleaved")
     peer_rate = rate["torch.nn fp32 (peer), 4k batch"]
     for name, seconds in t.items():
         ratio = rate[name] / peer_rate
         print(f"   {name:36s} {seconds * 1000:7.0f} ms/step  {rate[name]:7.0f} tokens/s  {ratio:5.2f}x")
     headline = rate["ours, default, default batch"] / peer_rate
-    ceiling = (tokens[id(big)] / t["ours, default, 4k batch"]) / peer_rate / matmul_share
+    ceiling = rate["ours, default, 4k batch"] / peer_rate / matmul_share
     print(f"   headline: ours (default) / torch.nn fp32 = {headline:.2f}x tokens/s   (same-shape ceiling if all but "
           f"the matmuls were free: {ceiling:.2f}x)")
     return peer_rate
 
 
-def pipeline_section(steps: int, runners: dict, tokens: dict, peer_rate: float) -> None:
+def pipeline_section(steps: int, runners: dict, peer_rate: float) -> None:
     """4. ``python train.py`` itself (real batches), against the peer timed before and after it."""
     pipeline_rate, n = pipeline_tokens_per_s(steps)
     peer_step, peer_batch = runners["torch.nn fp32 (peer), 4k batch"]
-    after = tokens[id(peer_batch)] / interleaved_times({"peer": lambda: peer_step(peer_batch)}, 3, warmup=0)["peer"]
+    after = real_tokens(peer_batch) / interleaved_times({"peer": lambda: peer_step(peer_batch)}, 3, warmup=0)["peer"]
     both = statistics.mean([peer_rate, after])
     print(f"\n4. python train.py (defaults, real batches): median {pipeline_rate:.0f} tokens/s over {n} logged "
           f"steps; torch.nn fp32 peer {both:.0f} tokens/s (mean of before and after) = {pipeline_rate / both:.2f}x")
+
+
+def decoding_section(model, peer, vocab: int, n_sentences: int, repeats: int) -> None:
+    """5. Greedy decoding, ours with and without the cache, against torch.nn's uncached greedy."""
+    batches = [tatoeba_like_batch(100, vocab, seed=s)[0] for s in range(n_sentences // 100)]
+    max_steps = 25  # no EOS id (-1): every sentence runs the full length, in both implementations
+
+    def decode_ours(use_cache: bool):
+        for batch in batches:
+            greedy_decode(model, batch, BOS, -1, SearchConfig(max_len_a=0.0, max_len_b=max_steps), use_cache)
+
+    def decode_peer():
+        for batch in batches:
+            peer.greedy(batch, max_steps)
+
+    dec = interleaved_times({"cached": lambda: decode_ours(True), "uncached": lambda: decode_ours(False),
+                             "torch.nn uncached": decode_peer}, repeats, warmup=0)
+    n = len(batches) * 100
+    print(f"\n5. greedy decoding of {n} sentences, batches of 100, {max_steps} steps each (fp32)")
+    for name, s in dec.items():
+        print(f"   {name:18s} {s:6.1f} s  {n / s:7.0f} sentences/s")
+    print(f"   ratio cached / uncached (ours)  = {dec['uncached'] / dec['cached']:.2f}x")
+    print(f"   ratio cached / torch.nn greedy  = {dec['torch.nn uncached'] / dec['cached']:.2f}x")
+
+
+def scores_section(run: Path, lines: list[str], lines_file: Path, repeats: int) -> None:
+    """6. translate.py's pipeline on a trained run: lines/s with confidence scores (the search's own
+    log-probabilities and the beam's other hypotheses, then each sentence's agreement, flags and mark) against
+    without, and with each line's word alignment (``alignments=true``) against without, timed in turns."""
+    from model.inference.translator import Translator
+
+    translator = Translator.load(run, device="cpu")
+    options = {"scores off": {"scores": False}, "scores on": {}, "alignments on": {"alignments": True}}
+    runs = {name: (lambda kwargs=kwargs: translator.translate(lines, **kwargs)) for name, kwargs in options.items()}
+    times = interleaved_times(runs, repeats, warmup=1)
+    search = translator.settings.search
+    print(f"\n6. {run}: {len(lines)} lines of {lines_file}, beam {search.beam_size}, translate.py's pipeline")
+    print("   " + ", ".join(f"{name} {len(lines) / seconds:6.1f} lines/s" for name, seconds in times.items()))
+    print(f"   time ratio scores on / off = {times['scores on'] / times['scores off']:.3f}x, "
+          f"alignments on / off (scores on) = {times['alignments on'] / times['scores on']:.3f}x")
+
+
+
+def output_ids(translation) -> list[list[int]]:
+    """The ids the search produced for each sentence of a line."""
+    return [sentence.output_ids for sentence in translation.sentences]
+
+
+def engines_section(run: Path, lines: list[str], refs_file: Path, ids_file: Path | None) -> None:
+    """7. Our search against CTranslate2 and `transformers`' generate() on the run's weights, greedy and beam 5 with the
+    run's length limits and penalty (theirs is another formula, see translate.py --help); an engine whose package is
+    missing is left out, with one line saying so."""
+    from model.inference.translator import Translator
+    from model.training.metrics import corpus_scores
+
+    refs = [json.loads(line) for line in refs_file.read_text(encoding="utf-8").splitlines()]
+    ours = Translator.load(run)
+    engines = {"ours (PyTorch fp32)": ours}
+    for name, engine, compute_type in (("CTranslate2 float32", "ctranslate2", "float32"),
+                                       ("CTranslate2 int8", "ctranslate2", "int8"),  # quantized as it loads
+                                       ("transformers fp32", "transformers", "default")):
+        try:
+            engines[name] = Translator.load(run, engine=engine, compute_type=compute_type)
+        except ValueError as error:  # its package is not installed
+            print(f"{name}: left out ({error})")
+    print(f"\n7. {len(lines)} sentences, length-sorted batches of 64; identical = the same output ids as ours")
+    print(f"{'engine':22} {'search':7} {'sentences/s':>12} {'vs ours':>8} {'BLEU':>6} {'identical':>10}")
+    ours_ids, rates = {}, {}
+    for beam_size in (1, 5):
+        config = replace(ours.settings.search, beam_size=beam_size)
+        reference = None
+        for name, engine in engines.items():
+            rate, results = lines_per_s(lambda chunk: engine.translate(chunk, config), lines)
+            reference = reference or (results, rate)
+            rates[name, beam_size] = rate
+            ours_ids[str(beam_size)] = ours_ids.get(str(beam_size)) or [output_ids(t) for t in results]
+            same = sum(output_ids(a) == output_ids(b) for a, b in zip(results, reference[0]))
+            bleu = corpus_scores([t.text for t in results], refs).bleu
+            search = "greedy" if beam_size == 1 else f"beam {beam_size}"
+            print(f"{name:22} {search:7} {rate:12.1f} {rate / reference[1]:7.2f}x {bleu:6.2f} "
+                  f"{same / len(lines):9.1%}")
+    for other in ("CTranslate2 float32", "transformers fp32"):
+        if (other, 5) in rates:
+            print(f"ours / {other}, beam 5: {rates['ours (PyTorch fp32)', 5] / rates[other, 5]:.2f}x")
+    if ids_file and ids_file.is_file():
+        saved = json.loads(ids_file.read_text())
+        for beam, ids in ours_ids.items():
+            same = sum(a == b for a, b in zip(ids, saved[beam]))
+            print(f"ours, beam {beam}: {same} of {len(ids)} outputs identical to {ids_file}")
+    elif ids_file:
+        ids_file.write_text(json.dumps(ours_ids))
 
 
 if __name__ == "__main__":

@@ -4,11 +4,8 @@
     python scripts/calibrate.py outputs/my_run --no-test       # the marks only
     python scripts/calibrate.py outputs/my_run --engine ctranslate2
 
-Training writes ``confidence.json`` itself at its end; this is for a run from before, or after a change of
-search (the marks are set for the run's beam). The splits are rebuilt from the run's own data settings, the
-sentences translated through ``translate.py``'s pipeline. The quality (AUROC of score and agreement together,
-and of each alone, against sentence chrF < 30; precision and recall of the marks) is printed and kept in
-``test_metrics.json`` under "confidence".
+Training writes ``confidence.json`` itself; this is for a run from before, a broken file or another engine. The
+quality (AUROC, precision and recall against sentence chrF < 30) is printed and kept in ``test_metrics.json``.
 """
 
 from __future__ import annotations
@@ -19,22 +16,14 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
 from data.atomic_file import write_text_atomically
 from model.inference.run_folder import RunLoadError
 from model.inference.translator import Translator
 from model.scoring.confidence_report import (CALIBRATION_SENTENCES, calibration_from, save_calibration,
                                              translations_quality)
-
-
-def run_splits(run: Path) -> tuple[list[str], list[str], list[list[str]]]:
-    """The run's validation sources, test sources and test references, rebuilt from its ``config.yaml``."""
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
-
-    datamodule = instantiate(OmegaConf.load(run / "config.yaml").data, _convert_="all")
-    datamodule.prepare_data()
-    datamodule.setup()
-    return datamodule.sources("validation"), datamodule.sources("test"), datamodule.references("test")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,15 +46,18 @@ def main(argv: list[str] | None = None) -> int:
     folder = translator.files.folder
     if not (folder / "config.yaml").is_file():
         parser.exit(2, f"calibrate.py: {folder} holds no config.yaml: its splits cannot be rebuilt\n")
-    validation, test, references = run_splits(folder)
-    translator.calibration = calibration_from(translator, validation[: args.sentences])
+    datamodule = instantiate(OmegaConf.load(folder / "config.yaml").data, _convert_="all")  # the run's own splits
+    datamodule.prepare_data()
+    datamodule.setup()
+    translator.calibration = calibration_from(translator, datamodule.sources("validation")[: args.sentences])
     if translator.calibration is None:
         parser.exit(2, f"calibrate.py: no validation sentences, or engine={args.engine} gives no scores\n")
     save_calibration(folder, translator.calibration)
     print(f"{folder / 'confidence.json'}: {json.dumps(asdict(translator.calibration))}")
     if args.no_test:
         return 0
-    quality = translations_quality(translator.translate(test[: args.test_sentences]), references,
+    test = datamodule.sources("test")[: args.test_sentences]
+    quality = translations_quality(translator.translate(test), datamodule.references("test"),
                                    translator.settings.pair.target)
     print(json.dumps(quality, indent=2))
     metrics = folder / "test_metrics.json"

@@ -4,15 +4,9 @@
     python scripts/compare_runs.py outputs/default_run outputs/my_run --out /tmp/compare
     python scripts/compare_runs.py multirun/... --wandb                    # also a wandb Table
 
-A run is a folder made by ``train.py`` (it holds ``config.yaml``); a sweep folder holds runs.
-Columns: the variant (the settings that differ between the runs), parameters, optimizer steps,
-median training tokens/s, best validation BLEU and chrF, test BLEU (``test_metrics.json``),
-training minutes, and time to quality: the minutes and steps at which validation BLEU first
-reached 30 and 40 (from ``val/minutes``; runs that did not log it: estimated from their steps, marked ~). Writes ``comparison.md``, ``comparison.csv`` and ``val_bleu.png``
-(validation BLEU against training time) to ``--out`` (default: the first folder given).
-
-A second table, ``time_split.md``: where each run's wall time went (``time_split.json``, written by
-every ``train.py`` run): the share of each phase, tokens/s over the steps and over the wall time.
+A run is a folder made by ``train.py`` (with ``config.yaml``); a sweep folder holds runs. Writes to ``--out`` (default:
+the first folder) ``comparison.md`` and ``.csv`` (the settings that differ, the minutes and steps to validation BLEU
+30 and 40: "~" estimated from the steps), ``val_bleu.png`` and ``time_split.md`` (``time_split.json``'s shares).
 """
 
 from __future__ import annotations
@@ -25,11 +19,11 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from gpu_check_report import read_metrics  # scripts/gpu_check_report.py, beside this file
+
 MARKS = (30, 40)  # validation BLEU marks for the time-to-quality columns
 COLUMNS = ["variant", "params (M)", "steps", "tokens/s", "best val BLEU", "best val chrF", "test BLEU", "minutes",
            *[f"{what} to {mark}" for mark in MARKS for what in ("minutes", "steps")]]
-
-
 SPLIT_COLUMNS = ["variant", "wall min", "steps", "validation", "views", "checkpoints", "data", "test",
                  "rest", "tokens/s (steps)", "tokens/s (wall)"]
 
@@ -40,12 +34,11 @@ def time_split_row(run: Path, variant: str) -> dict[str, object] | None:
     if not path.is_file():
         return None
     split = json.loads(path.read_text())
-    row: dict[str, object] = dict.fromkeys(SPLIT_COLUMNS, "")  # "": a phase the run did not record (older runs)
-    row |= {"variant": variant or run.name, "wall min": round(split["wall_s"] / 60, 1)}
-    row |= {phase: f"{100 * share:.1f}%" for phase, share in split["share"].items()}
-    row["tokens/s (steps)"] = round(split["tokens_per_s_steps"] or 0)
-    row["tokens/s (wall)"] = round(split["tokens_per_s_wall"] or 0)
-    return row
+    return dict.fromkeys(SPLIT_COLUMNS, "") | {  # "": a phase the run did not record (older runs)
+        "variant": variant or run.name, "wall min": round(split["wall_s"] / 60, 1),
+        **{phase: f"{100 * share:.1f}%" for phase, share in split["share"].items()},
+        "tokens/s (steps)": round(split["tokens_per_s_steps"] or 0),
+        "tokens/s (wall)": round(split["tokens_per_s_wall"] or 0)}
 
 
 def find_runs(folders: list[Path]) -> list[Path]:
@@ -84,15 +77,6 @@ def variants(configs: list[dict], overrides: list[list[str]] | None = None) -> l
     keys = sorted({k for f in flats for k in f if not k.startswith(IGNORED)})
     differing = [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flats}) > 1]
     return [" ".join(f"{k}={f.get(k)}" for k in differing) for f in flats]
-
-
-def read_metrics(run: Path) -> list[dict[str, float]]:
-    """Rows of the run's ``metrics.csv`` (CSVLogger), values as floats, empty cells dropped."""
-    rows = []
-    for path in sorted(run.glob("csv/version_*/metrics.csv")):
-        with open(path, encoding="utf-8") as f:
-            rows += [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(f)]
-    return rows
 
 
 def summarize(run: Path, variant: str) -> tuple[dict[str, object], list[tuple[float, float]]]:
@@ -185,7 +169,9 @@ def main() -> None:
     splits = [row for row in (time_split_row(run, variant) for run, variant in zip(runs, names)) if row]
     out = args.out or args.folders[0]
     out.mkdir(parents=True, exist_ok=True)
-    (out / "comparison.md").write_text(markdown(rows), encoding="utf-8")
+    tables = {"comparison.md": markdown(rows)} | ({"time_split.md": markdown(splits, SPLIT_COLUMNS)} if splits else {})
+    for name, table in tables.items():
+        (out / name).write_text(table, encoding="utf-8")
     with open(out / "comparison.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
@@ -196,13 +182,8 @@ def main() -> None:
 
         with wandb.init(project="attention-from-scratch", job_type="comparison", dir=str(out)) as run:
             run.log({"comparison": wandb.Table(columns=COLUMNS, data=[[row[c] for c in COLUMNS] for row in rows])})
-    written = [out / "comparison.md", out / "comparison.csv", out / "val_bleu.png"]
-    report = markdown(rows)
-    if splits:
-        (out / "time_split.md").write_text(markdown(splits, SPLIT_COLUMNS), encoding="utf-8")
-        written.append(out / "time_split.md")
-        report += "\nwhere the wall time went:\n" + markdown(splits, SPLIT_COLUMNS)
-    print(report + f"\nwritten: {', '.join(map(str, written))}")
+    written = [*tables, "comparison.csv", "val_bleu.png"]
+    print("\nwhere the wall time went:\n".join(tables.values()) + f"\nwritten to {out}: {', '.join(written)}")
 
 
 if __name__ == "__main__":

@@ -3,11 +3,8 @@
     python scripts/copy_check.py outputs/my_run                # 661 sentences, seconds
     python scripts/copy_check.py outputs/my_run --show 5       # and the first misses of each kind
 
-Translates the sentences of ``data/copy_cases.py`` (people, towns and companies from many languages
-that the corpus never holds; numbers of 1 to 7 digits, years, prices, times, phone numbers; names that
-are English words, joined names, codes, lines of many numbers, typed slot syntax; words to translate)
-with the run's own search and prints, per kind, the share whose translation holds what it must.
-A run's ``test_metrics.json`` holds the same shares (``copied``).
+Translates the sentences of ``data/copy_cases.py`` with the run's own search and prints, per kind, the share whose
+translation holds what it must (a run's ``test_metrics.json`` holds the same: ``copied``).
 """
 
 from __future__ import annotations

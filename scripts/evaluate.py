@@ -6,8 +6,7 @@
     python scripts/evaluate.py hypotheses.txt refs.txt --target-lang zh   # BLEU tokenized for Chinese
     python scripts/evaluate.py caps.hyp caps.refs.jsonl --lowercase       # ignoring case (text in capitals)
 
-TSV references are grouped by source, in order of first appearance: the hypotheses file
-has one line per distinct source. Prints BLEU, chrF and their sacreBLEU signatures.
+TSV references are grouped by source, in order of first appearance (one hypothesis a distinct source).
 """
 
 from __future__ import annotations

@@ -5,12 +5,8 @@
     python scripts/export.py outputs/my_run --to transformers               # -> outputs/my_run/transformers
     python translate.py run=outputs/my_run engine=transformers "I like cats."
 
-CTranslate2 (``pip install -e ".[export]"``) is the engine translation systems deploy on CPUs; the
-``transformers`` folder (``pip install -e ".[hub]"``) loads with ``AutoModelForSeq2SeqLM`` and
-``AutoTokenizer`` without this project, and ``hf upload <user>/<name> <folder>`` (huggingface_hub) puts it on
-the Hub. What the engine cannot express (e.g. no cross-attention, no positions, separate vocabularies;
-for Pegasus also post-norm or learned positions) is refused in one line before anything is written.
-See ``model/inference/export.py`` and ``model/inference/export_transformers.py``.
+Needs ``pip install -e ".[export]"`` (CTranslate2) or ``".[hub]"`` (transformers; ``hf upload <user>/<name>
+<folder>`` puts the folder on the Hub). What the engine cannot express is refused in one line, nothing written.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The GPU check's one answer: ``scripts/gpu_check.sh`` runs this last, whatever happened before it,
-and it prints one JSON (also written to ``CHECK_DIR/gpu_check.json``) from what the runs left behind:
-exit codes, the time split (``time_split.json``, written even by a run that fails), the step probe
-(``step_probe.json``), the validation curve (``csv/``), test scores (``test_metrics.json``) and the
-targets met or not. What is missing is named, with the reason.
+"""The GPU check's one answer: ``scripts/gpu_check.sh`` runs this last, whatever happened before it; it prints one
+JSON (also ``CHECK_DIR/gpu_check.json``) from what the runs left behind, naming what is missing and why.
 
     python scripts/gpu_check_report.py CHECK_DIR --stage train=0 --stage cuda_tests=0 --minutes 3
     python scripts/gpu_check_report.py --missing      # one line: the packages train.py needs and lacks
@@ -25,19 +22,15 @@ NEEDED = {"torch": "torch", "lightning": "lightning", "hydra": "hydra-core", "om
           "antlr4": "antlr4-python3-runtime", "datasets": "datasets", "dill": "dill", "multiprocess": "multiprocess",
           "wandb": "wandb", "tokenizers": "tokenizers", "sacrebleu": "sacrebleu", "matplotlib": "matplotlib",
           "filelock": "filelock"}
-TARGETS = {"share_in_steps": 0.90, "gpu_busy_share": 0.80, "host_syncs_off_logging_steps": 0, "test_bleu": 55.0}
+# each target: its name, the figure it reads, and what that figure must be
+TARGETS = {"steps >= 90% of the wall": ("share_in_steps", lambda v: v >= 0.90),
+           "GPU busy >= 80% of a step": ("gpu_busy_share", lambda v: v >= 0.80),
+           "no host sync off logging steps": ("host_syncs_off_logging_steps", lambda v: v == 0),
+           "test BLEU >= 55": ("test_bleu", lambda v: v >= 55.0)}
 
 
 def missing_packages() -> list[str]:
     return [package for module, package in NEEDED.items() if importlib.util.find_spec(module) is None]
-
-
-def gpu_and_torch() -> tuple[str | None, str | None]:
-    try:
-        import torch
-    except ImportError:
-        return None, None
-    return (torch.cuda.get_device_name() if torch.cuda.is_available() else None), torch.__version__
 
 
 def read_json(path: Path, missing: list[str]) -> dict:
@@ -49,18 +42,21 @@ def read_json(path: Path, missing: list[str]) -> dict:
         return {}
 
 
+def read_metrics(run: Path) -> list[dict[str, float]]:
+    """Rows of the run's ``metrics.csv`` (Lightning's CSVLogger), values as floats, empty cells dropped."""
+    rows = []
+    for path in sorted(run.glob("csv/version_*/metrics.csv")):
+        with open(path, encoding="utf-8") as f:
+            rows += [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(f)]
+    return rows
+
+
 def validation_curve(run: Path) -> list[dict]:
     """(step, minutes, loss, BLEU) at each validation that logged them, from Lightning's CSV logs."""
-    rows = [row for path in sorted(run.glob("csv/version_*/metrics.csv")) for row in csv.DictReader(path.open())]
-    curve = []
-    for row in rows:
-        if row.get("val/loss"):
-            point = {"step": int(row["step"]), "val_loss": round(float(row["val/loss"]), 4)}
-            for key, name in (("val/bleu", "val_bleu"), ("val/minutes", "minutes")):
-                if row.get(key):
-                    point[name] = round(float(row[key]), 2)
-            curve.append(point)
-    return curve
+    names = {"val/bleu": "val_bleu", "val/minutes": "minutes"}
+    return [{"step": int(row["step"]), "val_loss": round(row["val/loss"], 4)}
+            | {name: round(row[key], 2) for key, name in names.items() if key in row}
+            for row in read_metrics(run) if "val/loss" in row]
 
 
 def run_figures(run: Path, missing: list[str]) -> dict:
@@ -83,19 +79,19 @@ def run_figures(run: Path, missing: list[str]) -> dict:
 
 def verdicts(train: dict) -> dict:
     """Each target: true, false, or null where its figure is missing (then the figure's entry says why)."""
-    def meets(key: str, good) -> bool | None:
-        value = train.get(key)
-        return good(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-    return {"steps >= 90% of the wall": meets("share_in_steps", lambda v: v >= TARGETS["share_in_steps"]),
-            "GPU busy >= 80% of a step": meets("gpu_busy_share", lambda v: v >= TARGETS["gpu_busy_share"]),
-            "no host sync off logging steps": meets("host_syncs_off_logging_steps", lambda v: v == 0),
-            "test BLEU >= 55": meets("test_bleu", lambda v: v >= TARGETS["test_bleu"])}
+    numbers = {key: value for key, value in train.items()
+               if isinstance(value, (int, float)) and not isinstance(value, bool)}
+    return {name: good(numbers[key]) if key in numbers else None for name, (key, good) in TARGETS.items()}
 
 
 def report(folder: Path, stages: dict[str, str], minutes: float | None) -> dict:
     missing: list[str] = []
-    gpu, torch_version = gpu_and_torch()
+    try:
+        import torch
+
+        gpu, torch_version = (torch.cuda.get_device_name() if torch.cuda.is_available() else None), torch.__version__
+    except ImportError:
+        gpu = torch_version = None
     result = {"gpu": gpu, "torch": torch_version, "date": datetime.date.today().isoformat(),
               "missing_packages": missing_packages(), "exit_codes": stages, "minutes_of_training": minutes}
     if (folder / "train").is_dir():

@@ -4,11 +4,8 @@
     python scripts/hub_check.py outputs/my_run                     # the run's test sentences: minutes
     python scripts/hub_check.py outputs/slots_off --names-from outputs/my_run
 
-Translates the run's test sources (``test_translations.tsv``: source, translate.py's translation, the
-references) as the model card shows (``AutoTokenizer``, then ``generate()`` with the folder's generation
-defaults) and prints, beside translate.py's: BLEU / chrF, how many translations differ, and, of the
-sentences that hold a name the training pairs copy (Tom, Mary, Boston: ``copy_slots.json``), how many
-keep it.
+Translates the run's test sources (``test_translations.tsv``) as the model card shows and prints, beside
+translate.py's: BLEU / chrF, how many differ, and how many keep a name the training pairs copy (``copy_slots.json``).
 """
 
 from __future__ import annotations

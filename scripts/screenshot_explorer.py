@@ -3,9 +3,8 @@
     python scripts/screenshot_explorer.py outputs/my_run/attention/explorer.html docs/explorer.png
     python scripts/screenshot_explorer.py sky.html sky.png --kind encoder_self --query 2 --layer 1 --head 3
 
-Needs Debian's Chromium and its driver (``apt-get install chromium chromium-driver``) and
-``pip install selenium``; no browser is downloaded. The page is opened from disk with a
-proxy that leads nowhere, so any request it tried to make would fail and be reported.
+Needs Debian's ``chromium`` and ``chromium-driver``, and selenium (no browser downloaded). The page is opened from
+disk behind a proxy that leads nowhere: any request it made would fail and be reported.
 """
 
 from __future__ import annotations

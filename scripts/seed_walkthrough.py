@@ -2,9 +2,8 @@
 
     python scripts/seed_walkthrough.py
 
-Prints every matrix — encodings, weights, Q/K/V, scaled similarities, mask, softmax,
-outputs — and checks each printed tensor of the article against ``model/attention.py``.
-Exits non-zero if any check fails.
+Prints every matrix and checks each printed tensor of the article against ``model/attention.py``; exits
+non-zero if any check fails.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """What a training step costs on a GPU, measured inside a real run: the share of the step the GPU is
 busy, the host syncs on steps that are not logging steps, the steps per second and peak memory.
 
-Switched on by ``scripts/gpu_check.sh`` (``callbacks.step_probe``); a run without it pays nothing.
-From ``start_step`` on it profiles ``profile_steps`` steps (kernel time on the GPU, merged over
-streams, against the host's wall time of those steps), then counts, over ``sync_steps`` more, the
-synchronizing CUDA calls that ``torch.cuda.set_sync_debug_mode("warn")`` reports. Rank 0 writes
-``step_probe.json`` into the run folder when training ends; on a CPU it says what it cannot measure.
+Switched on by ``scripts/gpu_check.sh`` (``callbacks.step_probe``). Rank 0 writes ``step_probe.json`` into the run
+folder when training ends; on a CPU it says what it cannot measure.
 """
 
 from __future__ import annotations
@@ -32,7 +29,8 @@ def busy_microseconds(intervals: list[tuple[float, float]]) -> float:
 
 
 class StepProbe(L.Callback):
-    """Profiles ``profile_steps`` training steps from ``start_step``, then counts host syncs over ``sync_steps``."""
+    """Profiles ``profile_steps`` training steps from ``start_step`` (GPU kernel time, merged over streams, against
+    the host's wall time), then counts the host syncs ``set_sync_debug_mode("warn")`` reports over ``sync_steps``."""
 
     def __init__(self, start_step: int = 100, profile_steps: int = 20, sync_steps: int = 50) -> None:
         self.start_step, self.profile_steps, self.sync_steps = start_step, profile_steps, sync_steps
@@ -72,8 +70,7 @@ class StepProbe(L.Callback):
     def _start_profile(self, trainer: L.Trainer) -> None:
         if self._cuda(trainer):
             torch.cuda.synchronize()
-            activities = [torch.profiler.ProfilerActivity.CUDA]
-            self._profiler = torch.profiler.profile(activities=activities)
+            self._profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
             self._profiler.__enter__()
         self._since = time.perf_counter()
 

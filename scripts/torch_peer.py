@@ -1,8 +1,5 @@
-"""The peer that scripts/benchmark.py measures against: the plain ``torch.nn.Transformer`` recipe.
-
-nn.Embedding + sinusoidal positions + nn.Transformer + an output Linear, fp32, dropout 0.1,
-logits for every position (padding included), as a tutorial would write it.
-"""
+"""The peer that scripts/benchmark.py measures against: the plain ``torch.nn.Transformer`` recipe as a tutorial
+writes it (embeddings, sinusoidal positions, an output Linear; fp32, dropout 0.1, logits for every position)."""
 
 from __future__ import annotations
 
@@ -13,7 +10,7 @@ import torch.nn as nn
 
 from model.embeddings import sinusoidal_table
 
-PAD, BOS = 0, 1
+PAD, BOS, EOS = 0, 1, 2  # the special ids, numbered as our tokenizer numbers them
 
 
 class TorchTransformer(nn.Module):

@@ -1,5 +1,5 @@
 """serving/ under a flood, on a real server with a slow model (a larger untrained one): every client at once is
-answered within the deadline or refused at once, and the bad requests of scripts/bad_requests.py (bad types, a
+answered within the deadline or refused at once, and the bad requests of scripts/benchmark_server.py (bad types, a
 100 MB body, deep nesting, the heaviest request, half-open connections) leave the server as fast as it was,
 measured against itself, fresh, in the same test. The flood is sized from the model's speed measured on the spot:
 twice what fits in the deadline, on a fast machine or a slow one."""
@@ -10,8 +10,7 @@ import time
 import pytest
 import torch
 
-from bad_requests import replay  # scripts/bad_requests.py
-from benchmark_server import flood  # scripts/benchmark_server.py: N clients at once, one request each
+from benchmark_server import flood, replay  # scripts/benchmark_server.py: N clients at once; the bad requests
 from helpers import serving
 from model.inference.translator import Translator
 from model.search import SearchConfig

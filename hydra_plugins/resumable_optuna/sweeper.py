@@ -1,19 +1,9 @@
-"""Hydra's Optuna sweeper, made to resume: ``python train.py -m hparams_search=recipe`` run again
-continues the same search (configs/hparams_search/recipe.yaml).
+"""Hydra's Optuna sweeper, made to resume: ``python train.py -m hparams_search=recipe`` run again continues the search.
 
-The stock sweeper (hydra-optuna-sweeper) reloads a study kept in storage but then starts
-``n_trials`` *more* trials, numbering their folders from 0 again, over the earlier trials' run
-folders. Here, when the study lives in a database:
-
-- ``n_trials`` counts the whole search: trials that ended (complete or failed) are not run again;
-- a trial left running by an interrupted search is marked failed and queued to run again first,
-  in a new folder (the old one is kept: it holds what that trial logged before the stop);
-- each trial's folder is named by its Optuna trial number (``hydra.job.num``), so no two trials
-  share one;
-- ``trials.md`` in the sweep folder lists every trial: number, state, objective and parameters.
-
-Hydra loads sweepers only from the ``hydra_plugins`` package: hence this folder. Without the
-optional ``search`` dependencies (hydra-optuna-sweeper) this module defines nothing.
+The stock sweeper reloads a stored study, then runs ``n_trials`` *more*, numbering folders from 0 again over the old
+ones. Here ``n_trials`` counts the whole search, a trial left running by an interrupted search runs again first (its
+old folder kept), each trial's folder is its Optuna trial number, and ``trials.md`` in the sweep folder lists every
+trial. Without the optional ``search`` dependencies (hydra-optuna-sweeper) this module defines nothing.
 """
 
 from dataclasses import dataclass, field

@@ -1,9 +1,6 @@
-"""Config nodes built from the code's own defaults, so that no yaml repeats them.
-
-``module/search/default``: ``model.search.SearchConfig`` with its defaults, the node
-``configs/module/translation.yaml`` takes as ``module.search`` (overrides such as
-``module.search.beam_size=8`` work as on any yaml node). Hydra imports this package whenever it
-starts (``hydra_plugins`` is where it looks for plugins), before it composes a config.
+"""Config nodes built from the code's own defaults, so that no yaml repeats them: ``module/search/default``
+(``SearchConfig()``, ``module.search`` in ``configs/module/translation.yaml``). Hydra imports this package, where it
+looks for plugins, before it composes a config.
 """
 
 from dataclasses import asdict
