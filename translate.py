@@ -27,6 +27,7 @@ is refused); a link to a file is written through to its target. beam_size is at 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import logging
 import os
@@ -45,7 +46,6 @@ from serving.options import option, options_help
 
 if TYPE_CHECKING:  # torch and the model load after the arguments are checked
     from model.inference.translator import Translation, Translator
-    from model.views import SentenceView
 
 OPTION = re.compile(r"^[a-z_]+(\.[a-z_]+)?=")
 ATTENTION_SUFFIXES = (".html", ".png", ".svg", ".pdf")
@@ -107,26 +107,13 @@ def parse_args(argv: list[str]) -> tuple[TranslateConfig, list[str]]:
     # serve=BOOL is serve.enabled: serve.* holds the server's own settings.
     options = [f"serve.enabled={a[6:]}" if a.startswith("serve=") else a for a in argv[:after] if OPTION.match(a)]
     sentences = [a for a in argv[:after] if not OPTION.match(a)] + argv[after + 1 :]
-    schema = OmegaConf.structured(TranslateConfig)
     try:
-        cfg = OmegaConf.merge(schema, OmegaConf.from_dotlist(options))
+        return OmegaConf.to_object(OmegaConf.merge(TranslateConfig, OmegaConf.from_dotlist(options))), sentences
     except OmegaConfBaseException as error:
         raise SystemExit(f"translate.py: bad option: {str(error).splitlines()[0]} (see --help; a sentence "
                          f"with '=' goes after --)") from None
-    try:
-        return OmegaConf.to_object(cfg), sentences
     except ValueError as error:  # the server's limits refuse what cannot work
         raise SystemExit(f"translate.py: {error}") from None
-
-
-def say(message: str) -> None:
-    """One line on stdout, at once (the server's start and stop)."""
-    print(f"translate.py: {message}", flush=True)
-
-
-def warn(message: str) -> None:
-    """One line on stderr: stdout carries only translations."""
-    print(f"translate.py: warning: {message}", file=sys.stderr)
 
 
 def chunks(lines: Iterable[str], size: int, waiting: Callable[[], bool] = lambda: True) -> Iterator[list[str]]:
@@ -190,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     check_paths(cfg, sentences)
     if cfg.serve.enabled:
         check_serving(cfg, sentences)
+    # Warnings, ours and the libraries', one line each on stderr: stdout carries only translations.
     logging.basicConfig(format="translate.py: warning: %(message)s", level=logging.WARNING)
     from model.inference.run_folder import RunLoadError  # heavy imports after the argument checks
     from model.inference.translator import Translator
@@ -202,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     if cfg.serve.enabled:
         from serving.server import CannotServe, serve
 
+        say = functools.partial(print, "translate.py:", flush=True)  # on stdout, at once: start and stop
         try:
             return serve(translator, cfg.host, cfg.port, cfg.serve, say)  # until Ctrl-C (130) or SIGTERM (143)
         except CannotServe as error:
@@ -250,9 +239,7 @@ def translate_lines(cfg: TranslateConfig, sentences: list[str], translator: Tran
         return 0
     report(translator, reader, cut, cfg.scores)
     if drawn:
-        views = [translator.sentence_view(sentence) for sentence in drawn.sentences]
-        for path in draw_attention(views, cfg.attention, cfg.attention_all, f"{drawn.source} → {drawn.text}"):
-            print(f"attention map written to {path}", file=sys.stderr)
+        draw_attention(translator, drawn, cfg.attention, cfg.attention_all)
     return 0
 
 
@@ -264,44 +251,43 @@ def output_line(translation: Translation, cfg: TranslateConfig) -> str:
     return f"{line}\t{pharaoh(translation.alignment)}" if cfg.alignments else line
 
 
-def draw_attention(views: list[SentenceView], path: str, every_layer: bool, title: str) -> list[Path]:
+def draw_attention(translator: Translator, drawn: Translation, path: str, every_layer: bool) -> None:
     """``.html``: the interactive explorer (every sentence of the line, kind, layer and head); else a PNG of the
     first sentence's cross-attention (last layer's heads), or with ``every_layer`` all layers plus
-    ``<stem>_encoder_self.png`` and ``<stem>_decoder_self.png``. Returns the files written."""
+    ``<stem>_encoder_self.png`` and ``<stem>_decoder_self.png``. Each file written is named on stderr."""
     from model.views.explorer import sentence_record, write_explorer
 
-    path = Path(path)
+    path, views = Path(path), [translator.sentence_view(sentence) for sentence in drawn.sentences]
     if path.suffix.lower() == ".html":
         steps = [{"label": "translation", "sentences": [sentence_record(view) for view in views]}]
-        return [write_explorer(path, steps, title)]
-    view = views[0]
-    from model.views import ATTENTION_TITLES
-    from model.views.plotting import attention_figures, save_figure  # matplotlib: only for a picture
+        written = [write_explorer(path, steps, f"{drawn.source} → {drawn.text}")]
+    else:
+        from model.views import ATTENTION_TITLES
+        from model.views.plotting import attention_figures, save_figure  # matplotlib: only for a picture
 
-    kinds = tuple(ATTENTION_TITLES) if every_layer else ("cross",)
-    figures = attention_figures(view, caption=f": {view.source!r} → {view.translation!r}", kinds=kinds,
-                                last_layer_only=not every_layer)
-    written = []
-    for kind, figure in figures.items():
-        target = path if kind == "cross" else path.with_name(f"{path.stem}_{kind}{path.suffix}")
-        save_figure(figure, target)
-        written.append(target)
-    return written
+        kinds = tuple(ATTENTION_TITLES) if every_layer else ("cross",)
+        caption = f": {views[0].source!r} → {views[0].translation!r}"
+        figures = attention_figures(views[0], caption=caption, kinds=kinds, last_layer_only=not every_layer)
+        written = [path if kind == "cross" else path.with_name(f"{path.stem}_{kind}{path.suffix}") for kind in figures]
+        for figure, target in zip(figures.values(), written):
+            save_figure(figure, target)
+    for target in written:
+        print(f"attention map written to {target}", file=sys.stderr)
 
 
 def report(translator: Translator, reader, cut: list[int], scores: bool = False) -> None:
     """One warning per kind of input that was changed to be translatable; scores=true without marks."""
     from model.confidence import marks_caveat
     if scores and (caveat := marks_caveat(translator.calibration, translator.settings.search.beam_size)):
-        warn(caveat)
+        logging.warning(caveat)
     if cut:
         shown = ", ".join(map(str, cut[:10])) + (f" and {len(cut) - 10} more" if len(cut) > 10 else "")
-        warn(f"{translator.truncated} sentence(s) longer than {translator.max_source_tokens} tokens, even cut at "
-             f"their inner punctuation, were truncated: line(s) {shown}")
+        logging.warning(f"{translator.truncated} sentence(s) longer than {translator.max_source_tokens} tokens, "
+                        f"even cut at their inner punctuation, were truncated: line(s) {shown}")
     if reader is not None and reader.cut_lines:
-        warn(f"{reader.cut_lines} line(s) longer than {reader.max_bytes} bytes were cut there")
+        logging.warning(f"{reader.cut_lines} line(s) longer than {reader.max_bytes} bytes were cut there")
     if reader is not None and reader.invalid_lines:
-        warn(f"invalid UTF-8 in {reader.invalid_lines} line(s) was replaced with U+FFFD")
+        logging.warning(f"invalid UTF-8 in {reader.invalid_lines} line(s) was replaced with U+FFFD")
 
 
 if __name__ == "__main__":

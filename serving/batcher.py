@@ -1,16 +1,7 @@
-"""The server's model loop: every request's lines in model batches, taking turns, with bounded work.
-
-The web layer (``server.py``) hands each request to ``Batcher.submit`` with the work each line costs
-(source tokens × beam width) and awaits it; one model thread runs ``Batcher.run``: it takes the
-next batch, translates it and answers every request whose lines are all done. Requests take turns:
-a batch holds one line of each waiting request, the one served longest ago first, then a second of
-each, … up to ``batch_lines`` lines and the work done in ``batch_time`` at the measured rate, so a
-long request cannot make short ones wait behind all of it, on any machine. The rate is measured on
-batches that left lines waiting: how fast the server works through a queue. A request is taken only
-if it can be answered by its deadline at that rate (``admission.py``); else it is refused at once,
-``Overloaded``, with the seconds until there is room. A request whose deadline passes anyway, or whose
-client leaves, is dropped with the lines it still had waiting, and its lines in the running batch leave
-the search at its next step. A request's answer never depends on the lines it was batched with.
+"""The server's model loop: every request's lines in model batches, taking turns, with bounded work. A batch holds
+one line of each waiting request (the one served longest ago first), then a second of each, … within ``batch_lines``
+and the work done in ``batch_time`` at the measured rate, so a long request cannot make short ones wait behind all of
+it; a request's answer never depends on the lines it was batched with.
 """
 
 from __future__ import annotations
@@ -49,17 +40,15 @@ class Job:
     lines: list[str]
     config: SearchConfig
     costs: list[int]  # work of each line: source tokens × beam width
-    future: asyncio.Future
-    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future  # on its handler's event loop
     deadline: float  # time.monotonic() after which the request is dropped
     call: Callable[[], object] | None = None  # other work on the model (n-best, attention), instead of lines
-    results: list[Translation | None] = field(default_factory=list)
-    missing: int = 0  # lines not translated yet
+    results: list[Translation | None] = field(default_factory=list)  # None: not translated yet
     served: int = -1  # the last batch that held one of its lines (-1: none yet)
     unfinished: int = 0  # work not done yet
 
     def __post_init__(self) -> None:
-        self.results, self.missing, self.unfinished = [None] * len(self.lines), len(self.lines), sum(self.costs)
+        self.results, self.unfinished = [None] * len(self.lines), sum(self.costs)
 
     @property
     def dropped(self) -> bool:
@@ -72,14 +61,16 @@ class Job:
             if not self.future.done():
                 self.future.set_exception(error) if error else self.future.set_result(result)
         try:
-            self.loop.call_soon_threadsafe(settle)
+            self.future.get_loop().call_soon_threadsafe(settle)
         except RuntimeError:  # its event loop is closed: nobody waits any more
             pass
 
 
 @dataclass
 class Batcher:
-    """Requests' lines into model batches, taking turns, on one model thread (see the module docstring).
+    """Requests' lines into model batches, taking turns, on one model thread (see the module docstring); a request is
+    taken only if it can be answered by its deadline (``admission.py``), and one dropped (its deadline passed, its
+    client left) leaves the queue and, at its next step, the running search.
 
     ``run`` is the model's loop: ``serve`` runs it on the main thread (where PyTorch's CPU thread pool
     runs at full speed; from another thread it ran slower), a test client on a thread of its
@@ -111,8 +102,7 @@ class Batcher:
         """Queue a request's lines (or one ``call`` on the model, costing ``costs[0]``); its ``future`` gets
         the translations in order (or the call's result). Refused at once, ``Overloaded``, when it cannot be
         answered by its deadline (``admission.py``); ``ServerStopping`` once stopping."""
-        loop = asyncio.get_running_loop()
-        job = Job(lines, config, costs, loop.create_future(), loop, deadline, call)
+        job = Job(lines, config, costs, asyncio.get_running_loop().create_future(), deadline, call)
         with self._changed:
             if self._stopping:
                 raise ServerStopping("the server is stopping")
@@ -139,10 +129,12 @@ class Batcher:
         self._queue_measured = True
 
     def full(self) -> Overloaded | None:
-        """Why not even the least request could be taken now (None: one could); the guard then refuses a request
-        before the app parses it, which a flood needs: most of a request's cost on the server is taking it in."""
+        """Why not even the least request (one token, greedy, due in ``serve.deadline``) could be taken now (None: one
+        could); the guard then refuses a request before the app parses it, which a flood needs: most of a request's
+        cost on the server is taking it in."""
         with self._changed:
-            return self._admission.full(self.rate, time.monotonic(), self.limits.deadline)
+            now = time.monotonic()
+            return self._admission.refusal(1, now + self.limits.deadline, self.rate, now)
 
     def _settle(self, job: Job) -> None:
         """An answered, failed or dropped request's work leaves the admission's account."""
@@ -244,8 +236,7 @@ class Batcher:
                 self._admission.done(job, job.costs[i])
         for (job, i), result in zip(batch, results):  # each request gets exactly its own lines back, in order
             job.results[i] = result
-            job.missing -= 1
-            if job.missing == 0:
+            if all(found is not None for found in job.results):
                 job.answer(job.results)
 
     def _measure(self, rate: float) -> None:

@@ -1,12 +1,6 @@
-"""Connections, apart from the requests on them: the server may hold as many as the system lets it, and closes
-one that has not sent a request's head within ``serve.read_time`` seconds (the guard bounds the body's time).
-
-A client can open connections and never finish a request on them (half-open: part of a head, or a head and
-part of a body). uvicorn keeps such a connection for ever, and each holds one of the process's open files.
-With the usual limit of 1,024 files, a thousand of them leave none to accept the next client with: the
-server answers nobody until they go, and asyncio logs "Too many open files" without end (docs/results.md,
-"A flood"). So the limit is raised as far as the system allows, and a connection that does not send its
-request in time is closed.
+"""Connections, apart from the requests on them: the open-files limit raised as far as the system allows, and one that
+sends no request head within ``serve.read_time`` closed. uvicorn kept a half-open one for ever, holding a file: with
+1,024 of them the server answered nobody (docs/results.md, "A flood"). The guard bounds the body's time.
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
-"""A local translation server: one loaded run, a JSON API, a page, and concurrent requests batched together.
-
-    python translate.py run=outputs/my_run serve=true            # http://127.0.0.1:8000/ (API docs: /docs)
-
-``POST /translate`` with ``{"lines": [...], "beam_size": 5, "attention": false}`` answers ``{"translations":
-[...], "cut": [], "confidence": [...], "attention": null, "n_best": null, "alignments": null}``: one translation per line, in order,
-empty for an empty line, each line translated sentence by sentence (``model/inference/translator.py``); ``cut``:
-the lines with a sentence truncated to the model's length; ``confidence``: each line's score, agreement, mark
-and flags, and each sentence's (``model/confidence.py``); with ``"attention": true`` also the explorer's data for every
-sentence of the first non-empty line (the same data ``translate.py attention=x.html`` embeds), with ``"n_best":
-true`` every hypothesis the beam ended with for its first sentence, best first, with scores; with ``"alignments":
-true`` each line's word alignment (``model/inference/word_alignment.py``). Requests take turns
-in shared model batches (``batcher.py``), within limits (``limits.py``). No request names a file: the server
-reads only the run it was started with. ``/docs`` is the interactive API page, served offline.
-
-Every request's work is bounded: source tokens × beam width (plus its n-best and attention) up to
-``serve.max_work``, else 413; one that cannot be answered within ``serve.deadline`` seconds at the rate the
-server measures: 503 at once, with ``Retry-After``; one past its deadline anyway: 504, its work dropped (out
-of the running search too), as when its client leaves. Bodies are bounded in size and time before they are
-read and, on a loopback address, only this machine's names are answered (``guard.py``); a connection that sends
-no request head in ``serve.read_time`` seconds is closed (``connections.py``).
-Ctrl-C or SIGTERM: new requests refused, the running batch dropped, exit 130 or 143 within seconds.
+"""The local server of ``translate.py serve=true`` (README.md, "Serve"): ``POST /translate``, the page and ``/docs``
+(offline) for one loaded run, translating through its ``Translator``; requests take turns in shared model batches
+(``batcher.py``) within limits (``limits.py``); no request names a file.
 """
 
 from __future__ import annotations
@@ -113,14 +94,6 @@ REFUSALS = {400: "a body that is not JSON", 413: "more work than serve.max_work,
             504: "not done by serve.deadline: its work dropped"}
 
 
-class Refused(Exception):
-    """A request answered with an error status and one line."""
-
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status, self.headers = status, headers or {}
-
-
 def create_app(translator: Translator, limits: Limits = Limits(), hosts: set[str] | None = None) -> FastAPI:
     """The app for one loaded run, searching with its settings (the run's, with the command line's);
     ``hosts``: the Host headers answered (None: any, as for a test client)."""
@@ -131,7 +104,6 @@ def create_app(translator: Translator, limits: Limits = Limits(), hosts: set[str
     app.state.translator, app.state.limits = translator, limits
     app.state.batcher = Batcher(translator, limits)
     app.exception_handler(RequestValidationError)(one_line)
-    app.exception_handler(Refused)(refused)
     app.exception_handler(HTTPException)(http_error)
     app.post("/translate", response_model=TranslateResponse, responses={
         status: {"model": ErrorReply, "description": why} for status, why in REFUSALS.items()})(translate)
@@ -157,19 +129,14 @@ async def model_thread(app: FastAPI):
 async def one_line(request: Request, error: RequestValidationError) -> JSONResponse:
     """A request the schema refuses: 422 with the first problem, where it is."""
     first = error.errors()[0]
-    if first.get("type") == "json_invalid":  # its location is a character position
-        where = "body"
-    else:
-        where = ".".join(str(part) for part in first.get("loc", ()) if part != "body") or "body"
+    location = () if first.get("type") == "json_invalid" else first.get("loc", ())  # json_invalid's: a character
+    where = ".".join(str(part) for part in location if part != "body") or "body"
     return JSONResponse({"error": f"{where}: {first.get('msg', 'invalid')}"}, status_code=422)
 
 
-async def refused(request: Request, error: Refused) -> JSONResponse:
-    return JSONResponse({"error": str(error)}, status_code=error.status, headers=error.headers)
-
-
 async def http_error(request: Request, error: HTTPException) -> JSONResponse:
-    """Starlette's and FastAPI's own refusals (a body it cannot parse: 400; 404, 405) in the same one-line shape."""
+    """Every refusal but the schema's (ours; Starlette's and FastAPI's own: a body it cannot parse, 400; 404, 405) in
+    the same one-line shape."""
     return JSONResponse({"error": str(error.detail)}, status_code=error.status_code, headers=error.headers)
 
 
@@ -184,10 +151,10 @@ async def answer(job: Job, http: Request, allowed: float):
             return job.future.result()
         job.future.cancel()
         if left.done():
-            raise Refused(499, "the client left")
-        raise Refused(504, f"not done within serve.deadline={allowed:g} s; its work was dropped")
+            raise HTTPException(499, "the client left")
+        raise HTTPException(504, f"not done within serve.deadline={allowed:g} s; its work was dropped")
     except ServerStopping as error:
-        raise Refused(503, str(error)) from None
+        raise HTTPException(503, str(error)) from None
     finally:
         left.cancel()
 
@@ -206,9 +173,9 @@ async def run_on_model(http: Request, lines: list[str], config: SearchConfig, co
     try:
         job = state.batcher.submit(lines, config, costs, deadline, call)
     except Overloaded as error:
-        raise Refused(503, str(error), {"Retry-After": str(error.retry_after)}) from None
+        raise HTTPException(503, str(error), {"Retry-After": str(error.retry_after)}) from None
     except ServerStopping as error:
-        raise Refused(503, str(error)) from None
+        raise HTTPException(503, str(error)) from None
     return await answer(job, http, state.limits.deadline)
 
 
@@ -217,15 +184,15 @@ def work(request: TranslateRequest, tokens: list[int], config: SearchConfig, lim
     and attention of its first line) is over ``serve.max_work`` or a line is over ``MAX_LINE_CHARS``."""
     too_long = [i for i, line in enumerate(request.lines) if len(line) > MAX_LINE_CHARS]
     if too_long:
-        raise Refused(413, f"lines.{too_long[0]}: longer than {MAX_LINE_CHARS} characters")
+        raise HTTPException(413, f"lines.{too_long[0]}: longer than {MAX_LINE_CHARS} characters")
     costs = line_costs(tokens, config)
     first = next((n for n in tokens if n), 0)  # the first non-empty line's tokens (0: none)
     total = sum(costs) + first * config.beam_size * request.n_best + first * request.attention \
         + sum(tokens) * request.alignments
     if total > limits.max_work:
-        raise Refused(413, f"this request is {total} work (source tokens × beam_size, with its n_best and "
-                           f"attention), over serve.max_work={limits.max_work}: send fewer or shorter lines, "
-                           f"or a smaller beam_size")
+        raise HTTPException(413, f"this request is {total} work (source tokens × beam_size, with its n_best and "
+                                 f"attention), over serve.max_work={limits.max_work}: send fewer or shorter lines, "
+                                 f"or a smaller beam_size")
     return costs
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,7 @@ from model.transformer import Seq2SeqTransformer
 
 QUANTIZATIONS = ("float32", "int8", "int8_float32", "int16", "float16", "bfloat16", "int8_float16",
                  "int8_bfloat16")
-EXPORT_FILE = "export.json"  # written beside the model: which checkpoint, quantization and language pair
+EXPORT_FILE = "export.json"  # written beside either export: which checkpoint (CTranslate2's: its quantization, pair)
 
 
 def exportable(model: Seq2SeqTransformer, target: str = "ctranslate2") -> None:
@@ -157,26 +158,23 @@ def export_ctranslate2(model: Seq2SeqTransformer, tokenizer: TranslationTokenize
     return folder
 
 
-def is_exported_folder(path: Path) -> bool:
-    """A folder ``export_ctranslate2`` wrote."""
-    return (path / "model.bin").is_file() and (path / EXPORT_FILE).is_file()
-
-
-def exported_checkpoint(folder: Path) -> Path:
-    """The checkpoint an exported folder was made from (its tokenizer and attention come from there)."""
+def exported_checkpoint(folder: Path) -> Path | None:
+    """The checkpoint a folder ``export_ctranslate2`` wrote was made from (its tokenizer and attention come from
+    there); None for any other path."""
+    if not ((folder / "model.bin").is_file() and (folder / EXPORT_FILE).is_file()):
+        return None
     checkpoint = Path(json.loads((folder / EXPORT_FILE).read_text(encoding="utf-8"))["checkpoint"])
     if not checkpoint.is_file():
         raise RunLoadError(f"{folder / EXPORT_FILE}: the checkpoint it was made from, {checkpoint}, is gone")
     return checkpoint
 
 
-def up_to_date_export(model: Seq2SeqTransformer, tokenizer: TranslationTokenizer, checkpoint: Path,
-                      folder: Path, pair: LanguagePair = LanguagePair(), aligned: tuple[int, int] | None = None) -> Path:
-    """``folder`` as an export of ``checkpoint``: exported first, with one line saying so, if it is missing or
-    was made from another (or an older) checkpoint."""
-    made_from = json.loads((folder / EXPORT_FILE).read_text(encoding="utf-8")).get("checkpoint") \
-        if is_exported_folder(folder) else None
-    if made_from != str(checkpoint) or (folder / "model.bin").stat().st_mtime < checkpoint.stat().st_mtime:
-        print(f"exporting {checkpoint} to CTranslate2 in {folder}", file=sys.stderr)
-        export_ctranslate2(model, tokenizer, checkpoint, folder, pair=pair, aligned=aligned)
+def up_to_date(folder: Path, checkpoint: Path, weights: str, engine: str, export: Callable[[Path], object]) -> Path:
+    """``folder`` as an export of ``checkpoint`` for ``engine``: ``export(folder)`` first, with one line saying so, if
+    it (its ``weights`` file or its ``EXPORT_FILE``) is missing or was made from another (or an older) checkpoint."""
+    record, weights = folder / EXPORT_FILE, folder / weights
+    made_from = json.loads(record.read_text(encoding="utf-8")).get("checkpoint") if record.is_file() else None
+    if made_from != str(checkpoint) or not weights.is_file() or weights.stat().st_mtime < checkpoint.stat().st_mtime:
+        print(f"exporting {checkpoint} to {engine} in {folder}", file=sys.stderr)
+        export(folder)
     return folder

@@ -19,12 +19,10 @@ from pathlib import Path
 import torch
 
 from data.tokenizer import BOS, EOS, PAD, UNK, TranslationTokenizer
-from model.inference.export import exportable
+from model.inference.export import EXPORT_FILE, exportable
 from model.inference.model_card import model_card
 from model.inference.run_folder import RunSettings
 from model.transformer import Seq2SeqTransformer
-
-EXPORT_FILE = "export.json"  # which checkpoint the folder holds
 
 
 def pegasus_order(d_model: int) -> torch.Tensor:
@@ -130,20 +128,5 @@ def export_transformers(model: Seq2SeqTransformer, tokenizer: TranslationTokeniz
     hub_tokenizer(tokenizer, settings.source_limit(model.max_len)).save_pretrained(folder)
     (folder / "README.md").write_text(model_card(model, settings, checkpoint, folder), encoding="utf-8")
     (folder / EXPORT_FILE).write_text(json.dumps({"checkpoint": str(checkpoint)}), encoding="utf-8")
-    return folder
-
-
-def up_to_date_export(model: Seq2SeqTransformer, tokenizer: TranslationTokenizer, settings: RunSettings,
-                      checkpoint: Path, folder: Path) -> Path:
-    """``folder`` as an export of ``checkpoint``, with its card: exported first, with one line saying so, if
-    it is missing or was made from another (or an older) checkpoint."""
-    import sys
-
-    record = folder / EXPORT_FILE
-    made_from = json.loads(record.read_text(encoding="utf-8")).get("checkpoint") if record.is_file() else None
-    weights = folder / "model.safetensors"
-    if made_from != str(checkpoint) or not weights.is_file() or weights.stat().st_mtime < checkpoint.stat().st_mtime:
-        print(f"exporting {checkpoint} to transformers in {folder}", file=sys.stderr)
-        export_transformers(model, tokenizer, settings, checkpoint, folder)
     return folder
 

@@ -29,11 +29,6 @@ class RunLoadError(RuntimeError):
     """A run folder, checkpoint or tokenizer that cannot be used, with the file it is about."""
 
 
-def finite_weights(state_dict: dict[str, torch.Tensor]) -> bool:
-    """True if no floating-point tensor of ``state_dict`` holds a NaN or an inf (a diverged run's do)."""
-    return all(torch.isfinite(w).all() for w in state_dict.values() if w.is_floating_point())
-
-
 def read_checkpoint(path: Path) -> dict:
     """A checkpoint's contents, read safely (tensors and plain values only) and checked: a dict with
     a ``state_dict`` of finite weights. Anything else is a ``RunLoadError`` naming the file."""
@@ -43,7 +38,7 @@ def read_checkpoint(path: Path) -> dict:
         raise RunLoadError(f"{path}: not a loadable checkpoint ({type(error).__name__})") from None
     if not isinstance(state, dict) or not isinstance(state.get("state_dict"), dict):
         raise RunLoadError(f"{path}: not a checkpoint of this project (no state_dict)")
-    if not finite_weights(state["state_dict"]):
+    if not all(torch.isfinite(w).all() for w in state["state_dict"].values() if w.is_floating_point()):
         raise RunLoadError(f"{path}: weights are not finite (NaN or inf): the training diverged")
     return state
 
@@ -60,24 +55,21 @@ def find_checkpoint(run: str | Path) -> tuple[Path, dict]:
     """A checkpoint file as given, or the first usable one in ``<run>/checkpoints/`` in the order
     final, best, last; an unusable one is skipped with a warning. Returns the path and contents."""
     run = Path(run)
-    if run.is_file():
-        state = read_checkpoint(run)
-        model_config(state, run)
-        return run, state
     if not run.exists():
         raise RunLoadError(f"{run}: no such run folder or checkpoint")
     problem = None
-    for path in (run / "checkpoints" / name for name in CHECKPOINT_PREFERENCE):
+    for path in [run] if run.is_file() else (run / "checkpoints" / name for name in CHECKPOINT_PREFERENCE):
         if not path.is_file():
             continue
         try:
             state = read_checkpoint(path)
             model_config(state, path)
+            return path, state
         except RunLoadError as error:
+            if path == run:  # named: refused, never passed over
+                raise
             log.warning("%s; trying the next checkpoint", error)
             problem = error
-            continue
-        return path, state
     raise problem or RunLoadError(
         f"{run / 'checkpoints'}: no checkpoint (expected one of {', '.join(CHECKPOINT_PREFERENCE)})")
 

@@ -1,13 +1,6 @@
-"""The searches a ``Translator`` can run: ours (``model/search.py``) or CTranslate2's, on the same weights.
-
-Both take the source ids of a batch of sentences and return the outputs, as ``model/search.py``
-does (the EOS included when a sentence ended, with their log-probabilities as far as the engine gives
-them), or one sentence's whole beam. Everything around
-the search (reading lines, tokenizing, batching, text, attention) is the ``Translator``'s, once.
-
-CTranslate2's length penalty divides the log-probability by length^alpha, where ours uses GNMT's
-((5 + length) / 6)^alpha: beam search with ``length_penalty > 0`` may rank hypotheses differently.
-Its output limit is per batch, so a batch is searched in parts of one limit (a · source length + b).
+"""The searches a ``Translator`` can run on the same weights: ours (``model/search.py``), CTranslate2's or
+``transformers``' ``generate()``. Each takes a batch of source ids and returns what ``model/search.py`` does, or one
+sentence's whole beam; everything around the search (lines, tokens, batches, text, attention) is the ``Translator``'s.
 """
 
 from __future__ import annotations
@@ -16,12 +9,12 @@ import importlib.util
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
-from typing import Protocol
 
 import torch
 
 from data.sampler import pad_batch
 from model.inference.onednn import fast_linear
+from model.inference.run_folder import RunFiles, RunSettings
 from model.search import Attending, KeepRows, SearchConfig, beam_hypotheses, search
 from model.search_outputs import Output, produced_ids
 from model.transformer import Seq2SeqTransformer
@@ -44,22 +37,10 @@ def output_limit(source: list[int], config: SearchConfig, max_len: int) -> int:
     return max(1, min(int(config.max_len_a * len(source) + config.max_len_b), max_len - 1))
 
 
-class SearchBackend(Protocol):
-    """What a ``Translator`` asks of a search."""
-
-    def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None,
-               scores: bool = True, attention: Attending = None) -> list[Output]:
-        """An output per source (ids ending in EOS, no padding; with their log-probabilities as far as the engine
-        gives them, unless ``scores=False``; with the cross-attention ``attention`` names, where the engine keeps
-        it: ours); rows not kept (``keep_rows``) may end early."""
-
-    def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
-        """Every hypothesis the beam ends with for one source, best first, with its score."""
-
-
 @dataclass
 class OurSearch:
-    """``model/search.py`` on the run's model; bf16 autocast on a GPU, oneDNN's linear layers on an x86 CPU."""
+    """``model/search.py`` on the run's model; bf16 autocast on a GPU, oneDNN's linear layers on an x86 CPU. The other
+    engines answer ``search`` and ``hypotheses`` alike, as far as they can."""
 
     model: Seq2SeqTransformer
     bos_id: int
@@ -74,11 +55,15 @@ class OurSearch:
 
     def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None,
                scores: bool = True, attention: Attending = None) -> list[Output]:
+        """An output per source (ids ending in EOS, no padding; with their log-probabilities as far as the engine
+        gives them, unless ``scores=False``; with the cross-attention ``attention`` names, where the engine keeps
+        it: ours); rows not kept (``keep_rows``) may end early."""
         src = self._batch(sources)
         with self._speed_up(src.device):
             return search(self.model, src, self.bos_id, self.eos_id, config, keep_rows, scores, attention)
 
     def hypotheses(self, source: list[int], config: SearchConfig) -> list[tuple[list[int], float]]:
+        """Every hypothesis the beam ends with for one source, best first, with its score."""
         src = self._batch([source])
         with self._speed_up(src.device):
             beams = beam_hypotheses(self.model, src, self.bos_id, self.eos_id, config)
@@ -87,30 +72,25 @@ class OurSearch:
 
 class CTranslate2Search:
     """CTranslate2's ``translate_batch`` on an exported folder (``model/inference/export.py``); it searches a
-    batch to its end (``keep_rows`` is not asked). It gives no alternatives: its other hypotheses are finished
-    ones, not the beam as ours leaves it, and their agreement would read on another scale than the run's
-    calibration; its marks read the score alone."""
+    batch to its end (``keep_rows`` is not asked), its length penalty length^alpha, not GNMT's. It gives no
+    alternatives: its other hypotheses are finished ones, not the beam as ours leaves it, and their agreement would
+    read on another scale than the run's calibration; its marks read the score alone."""
 
-    def __init__(self, folder: Path, pieces: list[str], eos_id: int, max_len: int, device: torch.device,
-                 compute_type: str = "default") -> None:
-        import ctranslate2
-
-        self.folder, self.pieces, self.eos_id, self.max_len = folder, pieces, eos_id, max_len
-        self.ids = {piece: i for i, piece in enumerate(pieces)}
-        self.engine = ctranslate2.Translator(str(folder), device=device.type, compute_type=compute_type)
-
-    @classmethod
-    def of_run(cls, model: Seq2SeqTransformer, tokenizer, files, folder: Path | None, device: torch.device,
-               compute_type: str, aligned: tuple[int, int] | None = None) -> "CTranslate2Search":
+    def __init__(self, model: Seq2SeqTransformer, tokenizer, files: RunFiles, folder: Path | None,
+                 device: torch.device, compute_type: str = "default", aligned: tuple[int, int] | None = None) -> None:
         """On ``folder``, default ``<run>/ctranslate2`` (exported first, with the ``aligned`` head, when missing or made
         from another checkpoint)."""
-        from model.inference.export import up_to_date_export
+        import ctranslate2
 
-        if folder is None:
-            folder = up_to_date_export(model, tokenizer, files.checkpoint, files.folder / "ctranslate2",
-                                       files.settings.pair, aligned)
-        pieces = [tokenizer.src.id_to_token(i) for i in range(tokenizer.src_vocab_size)]
-        return cls(folder, pieces, tokenizer.eos_id, model.max_len, device, compute_type)
+        from model.inference.export import export_ctranslate2, up_to_date
+
+        folder = folder or up_to_date(files.folder / "ctranslate2", files.checkpoint, "model.bin", "CTranslate2",
+                                      lambda out: export_ctranslate2(model, tokenizer, files.checkpoint, out,
+                                                                     pair=files.settings.pair, aligned=aligned))
+        self.pieces = [tokenizer.src.id_to_token(i) for i in range(tokenizer.src_vocab_size)]
+        self.ids = {piece: i for i, piece in enumerate(self.pieces)}
+        self.eos_id, self.max_len = tokenizer.eos_id, model.max_len
+        self.engine = ctranslate2.Translator(str(folder), device=device.type, compute_type=compute_type)
 
     def _translate(self, sources: list[list[int]], config: SearchConfig, limit: int, whole_beam: bool = False):
         return self.engine.translate_batch(
@@ -145,21 +125,18 @@ class TransformersSearch:
     a batch to its end (``keep_rows`` is not asked). Its length penalty, like CTranslate2's, divides by
     length^alpha; its output limit is per batch, so a batch is searched in parts of one limit."""
 
-    def __init__(self, folder: Path, pad_id: int, eos_id: int, max_len: int, device: torch.device) -> None:
+    def __init__(self, model: Seq2SeqTransformer, tokenizer, files: RunFiles, settings: RunSettings,
+                 device: torch.device) -> None:
+        """On ``<run>/transformers``, exported first when missing or made from another checkpoint."""
         from transformers import AutoModelForSeq2SeqLM
 
-        self.folder, self.pad_id, self.eos_id, self.max_len, self.device = folder, pad_id, eos_id, max_len, device
+        from model.inference.export import up_to_date
+        from model.inference.export_transformers import export_transformers
+
+        folder = up_to_date(files.folder / "transformers", files.checkpoint, "model.safetensors", "transformers",
+                            lambda out: export_transformers(model, tokenizer, settings, files.checkpoint, out))
+        self.pad_id, self.eos_id, self.max_len, self.device = model.pad_id, tokenizer.eos_id, model.max_len, device
         self.model = AutoModelForSeq2SeqLM.from_pretrained(folder).to(device).eval()
-
-    @classmethod
-    def of_run(cls, model: Seq2SeqTransformer, tokenizer, files, settings, folder: Path | None,
-               device: torch.device) -> "TransformersSearch":
-        """On ``folder``, default ``<run>/transformers`` (exported first when missing or made from another checkpoint)."""
-        from model.inference.export_transformers import up_to_date_export
-
-        if folder is None:
-            folder = up_to_date_export(model, tokenizer, settings, files.checkpoint, files.folder / "transformers")
-        return cls(folder, model.pad_id, tokenizer.eos_id, model.max_len, device)
 
     def _generate(self, sources: list[list[int]], config: SearchConfig, limit: int, whole_beam: bool = False):
         src = pad_batch(sources, self.pad_id).to(self.device)  # (B, S); max_length counts the start token

@@ -1,14 +1,8 @@
-"""A trained run, loaded for translating: text in, text out, and the attention of any sentence.
+"""A trained run, loaded for translating: lines in, ``Translation``s out, and the attention of any sentence.
 
-This is where the model meets the tokenizer of ``data/`` at inference (training's counterpart
-is the LightningModule, which is handed its tokenizer), and the one inference pipeline, written here once
-for every entry (``translate.py``, the server, the page) and every engine: each line normalized at the door
-(``data.lines.normalized``), its inline Markdown set aside (``data/markup.py``), cut into sentences, list
-markers and labels (``data/sentences.py``, capitals read in sentence case), every sentence of the call tokenized
-and searched in batches of similar length, then the line joined back, its markup put back by the word alignment
-(``word_alignment.py``). The search behind it is a backend (``search_backends.py``: ours, CTranslate2's or
-``transformers``'). The run's own settings apply unless the caller overrides them: its search
-(``module.search``) and its source-length limit (``data.max_sentence_len``).
+The one inference pipeline, for every entry and engine: each line normalized, its markup set aside, cut into sentences
+(``data/``), searched in batches (``search_backends.py``) with the run's settings unless the caller overrides them,
+joined back, its markup put back by the word alignment (``word_alignment.py``).
 """
 
 from __future__ import annotations
@@ -26,8 +20,7 @@ from data.tokenizer import TranslationTokenizer, truncate_source
 from model.confidence import MARKS, Calibration, Confidence, beam_agreements, confidence
 from model.inference.run_folder import (RunFiles, RunSettings, open_run, overridden, read_calibration, run_model,
                                         run_tokenizer)
-from model.inference.search_backends import (CTranslate2Search, OurSearch, SearchBackend, TransformersSearch,
-                                             check_engine)
+from model.inference.search_backends import CTranslate2Search, OurSearch, TransformersSearch, check_engine
 from model.inference.word_alignment import attention_links, line_alignment, sentence_links
 from model.search import Attending, KeepRows, SearchConfig, sentence_attention
 from model.transformer import Seq2SeqTransformer
@@ -48,11 +41,6 @@ class Sentence:
     links: Links | None = None  # (source word, target word) of ``source`` and ``text``, when alignments were asked
     attention: torch.Tensor | None = None  # (output ids, source ids): the cross-attention our search kept for them
 
-    @property
-    def cut(self) -> bool:
-        """Longer than the model reads even when cut at inner punctuation: truncated."""
-        return self.confidence.cut
-
 
 @dataclass
 class Translation:
@@ -66,7 +54,7 @@ class Translation:
     @property
     def cut(self) -> bool:
         """A sentence of the line was truncated to the model's source length."""
-        return any(sentence.cut for sentence in self.sentences)
+        return any(sentence.confidence.cut for sentence in self.sentences)
 
     def tsv(self) -> str:
         """translation<TAB>score<TAB>mark<TAB>flags<TAB>agreement: the line's confidence beside it (empty fields
@@ -95,7 +83,7 @@ class Translator:
     model: Seq2SeqTransformer
     tokenizer: TranslationTokenizer
     device: torch.device
-    backend: SearchBackend = field(repr=False)
+    backend: OurSearch | CTranslate2Search | TransformersSearch = field(repr=False)  # the search
     settings: RunSettings = RunSettings()
     files: RunFiles | None = None  # where the weights were read from (an export is made from them)
     calibration: Calibration | None = None  # where its marks change (None: a run from before; flags alone mark)
@@ -112,25 +100,22 @@ class Translator:
         check_engine(engine)
         run, exported = Path(run), None
         if engine == "ctranslate2":
-            from model.inference.export import exported_checkpoint, is_exported_folder
+            from model.inference.export import exported_checkpoint
 
-            if is_exported_folder(run):  # the weights for the attention and the tokenizer: its checkpoint's run
-                exported, run = run, exported_checkpoint(run)
+            if checkpoint := exported_checkpoint(run):  # the weights for the attention and the tokenizer: its run's
+                exported, run = run, checkpoint
         files, state = open_run(run)
         settings = overridden(files.settings, overrides or {})
         tokenizer = run_tokenizer(files, state)
-        model = run_model(files, state)
-        if device == "auto":
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        target = torch.device(device)
-        model = model.to(target).eval()
+        target = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device)
+        model = run_model(files, state).to(target).eval()
         aligned = tuple(state["aligned_head"]) if state.get("aligned_head") else None
         if engine == "ours":
             backend = OurSearch(model, tokenizer.bos_id, tokenizer.eos_id)
         elif engine == "ctranslate2":
-            backend = CTranslate2Search.of_run(model, tokenizer, files, exported, target, compute_type, aligned)
+            backend = CTranslate2Search(model, tokenizer, files, exported, target, compute_type, aligned)
         else:  # transformers: generate() on <run>/transformers
-            backend = TransformersSearch.of_run(model, tokenizer, files, settings, None, target)
+            backend = TransformersSearch(model, tokenizer, files, settings, target)
         calibration = read_calibration(files.folder) if calibrated else None
         return cls(model, tokenizer, target, backend, settings, files, calibration, aligned=aligned)
 
@@ -201,8 +186,8 @@ class Translator:
 
         aligning = alignments or any(line.markup for line in aside)  # then the search keeps where it looked
 
-        def search(texts: list[str]) -> list[Sentence]:
-            wanted = None if keep_rows is None else lambda: any_of(keep_rows(), [owners[text] for text in texts])
+        def search(texts: list[str]) -> list[Sentence]:  # a sentence is wanted while any of its lines is
+            wanted = regrouped(keep_rows, [owners[text] for text in texts])
             return self._translate_sentences(texts, config, batch_size, wanted, scores,
                                               (self.aligned or "averaged") if aligning else None)
 
@@ -228,7 +213,8 @@ class Translator:
         order = sorted(range(len(texts)), key=lambda j: len(ids[j]))  # similar lengths batch together
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
-            outputs = self.backend.search([ids[j] for j in batch], config, rows_of(keep_rows, batch), scores, attention)
+            kept = regrouped(keep_rows, [[j] for j in batch])
+            outputs = self.backend.search([ids[j] for j in batch], config, kept, scores, attention)
             texts_out = self.text([output.ids for output in outputs], [texts[j] for j in batch])
             found = beam_agreements(outputs, self.tokenizer.decode_tgt)  # as training calibrated them: slots unfilled
             for j, output, text, agreement in zip(batch, outputs, texts_out, found):
@@ -294,18 +280,13 @@ class Translator:
                              sentence.text, self.settings.pair.names, sentence.token_log_probs)
 
 
-def any_of(flags: list[bool], rows: list[list[int]]) -> list[bool]:
-    """For each group of ``rows``: whether any of them is flagged (a sentence is wanted by any of its lines)."""
-    return [any(flags[row] for row in group) for group in rows]
-
-
-def rows_of(keep_rows: KeepRows | None, rows: list[int]) -> KeepRows | None:
-    """``keep_rows`` asked for these rows only, in this order (None stays None)."""
+def regrouped(keep_rows: KeepRows | None, groups: list[list[int]]) -> KeepRows | None:
+    """``keep_rows`` asked for each group of its rows: whether any of them is kept (None stays None)."""
     if keep_rows is None:
         return None
 
     def asked() -> list[bool]:
         flags = keep_rows()
-        return [flags[row] for row in rows]
+        return [any(flags[row] for row in group) for group in groups]
 
     return asked

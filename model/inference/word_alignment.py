@@ -1,13 +1,6 @@
 """Which words of a line each word of its translation came from, read from the cross-attention of the search's own
-output, in Pharaoh format (``0-0 1-2``: source-target word indices from 0, as fast_align and Marian print them).
-
-Words are what whitespace separates, in the line as pasted and in its translation (a table row's cells included;
-a script written without spaces is one word a sentence). Each target word is linked to the source word whose
-pieces its own pieces' predicting rows weigh most (``model/views/alignment.py``), read from the aligned head
-where the run trained one (``module.alignment_weight`` > 0), else from every layer and head averaged: the better
-reading of a run without one against human alignments (docs/results.md). Our search keeps those rows as it goes
-(``model.search``, ``attention=``); another engine's output is read again in one teacher-forced pass. It shows
-where the decoder looked, not why it chose a word.
+output (the aligned head, else every head averaged), in the words of the line as pasted; Pharaoh's format (``0-0 1-2``).
+How it is read and why: docs/attention.md. It shows where the decoder looked, not why it chose a word.
 """
 
 from __future__ import annotations
@@ -61,14 +54,9 @@ def sentence_links(model: Seq2SeqTransformer, src_tokenizer: Tokenizer, tgt_toke
             for rows, (src_ids, _), out in zip(weights, sentences, outputs)]
 
 
-def word_starts(text: str) -> list[int]:
-    """Where each whitespace-separated word of ``text`` starts."""
-    return [match.start() for match in WORD.finditer(text)]
-
-
 def line_words(line: str, at: int, piece: str) -> list[int]:
     """The words of ``line`` (by index) holding each word of ``piece``, which starts at character ``at`` of it."""
-    return [len(line[: at + start + 1].split()) - 1 for start in word_starts(piece)]
+    return [len(line[: at + word.start() + 1].split()) - 1 for word in WORD.finditer(piece)]
 
 
 def line_alignment(source: tuple[str, list[tuple[int, str]]], target: tuple[str, list[tuple[int, str]]],
