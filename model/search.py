@@ -1,12 +1,7 @@
-"""Batched greedy and beam search with the incremental-decoding cache, behind one entry point.
-
-``search(model, src, bos, eos, SearchConfig(...))`` is how everything translates —
-validation, test and ``translate.py`` — in the spirit of the Annotated Transformer's
-``decode(encode(src))`` and JoeyNMT's ``search()``. Each step feeds only the newest token;
-self-attention keys/values of earlier steps and the encoder memory's cross-attention
-keys/values come from the cache. ``sentence_attention`` then recomputes, by teacher forcing,
-every attention weight of one translated sentence, for exactly the ids the search produced.
-What a search returns (with each token's log-probability, read as it searches) is ``search_outputs.py``.
+"""Batched greedy and beam search with the incremental-decoding cache, behind one entry point, ``search()``, as the
+Annotated Transformer's ``decode(encode(src))`` and JoeyNMT's ``search()``: validation, test and ``translate.py`` all
+translate through it. Each step feeds only the newest token; earlier keys and values come from the cache.
+``sentence_attention`` recomputes, by teacher forcing, every attention weight of one translated sentence.
 """
 
 from __future__ import annotations
@@ -34,10 +29,8 @@ MAX_ALTERNATIVES = 4
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """How to search: beam width (1 = greedy), GNMT length penalty, output length limit.
-
-    The one place the search defaults are written; the training config and translate.py start from it.
-    """
+    """How to search: beam width (1 = greedy), GNMT length penalty, output length limit; the one place the search
+    defaults are written (the training config and translate.py start from it)."""
 
     beam_size: int = 5
     length_penalty: float = 0.6  # alpha; 0 ranks hypotheses by raw log-probability
@@ -75,17 +68,13 @@ Attending = tuple[int, int] | str | None
 
 
 @torch.no_grad()
-def search(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int,
-           config: SearchConfig = SearchConfig(), keep_rows: KeepRows | None = None,
-           scores: bool = True, attention: Attending = None) -> list[Output]:
-    """Translate a right-padded batch src (B, S) by greedy or beam search.
-
-    Returns per source row the output as produced: its ids up to and including the EOS when the
-    search reached one, without padding (the tokenizer's decoding drops the EOS), their
-    log-probabilities, read from the search itself, and the beam's other hypotheses (``scores=False``:
-    neither, a little faster); with ``attention``, the cross-attention each output id was chosen with.
-    More than ``MAX_SEARCH_ROWS`` hypotheses are searched in parts of that many.
-    """
+def search(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int, config: SearchConfig = SearchConfig(),
+           keep_rows: KeepRows | None = None, scores: bool = True, attention: Attending = None) -> list[Output]:
+    """Translate a right-padded batch src (B, S) by greedy or beam search. Returns per source row the output as
+    produced: its ids up to and including the EOS when the search reached one, without padding (the tokenizer's
+    decoding drops the EOS), their log-probabilities, read from the search itself, and the beam's other hypotheses
+    (``scores=False``: neither, a little faster); with ``attention``, the cross-attention each output id was chosen
+    with. More than ``MAX_SEARCH_ROWS`` hypotheses are searched in parts of that many."""
     part = max(1, MAX_SEARCH_ROWS // config.beam_size)  # source rows per part
     if src.size(0) > part:
         return [ids for start in range(0, src.size(0), part)
@@ -115,10 +104,8 @@ def dropped_rows(keep_rows: KeepRows | None, device: torch.device) -> Tensor | b
 @torch.no_grad()
 def sentence_attention(model: Seq2SeqTransformer, src_ids: list[int], output_ids: list[int],
                        bos_id: int) -> SentenceAttention:
-    """Attention weights of one sentence pair by teacher forcing (equal to those of cached decoding).
-
-    ``src_ids`` without padding; ``output_ids`` as ``search`` returned them.
-    """
+    """Attention weights of one sentence pair by teacher forcing (equal to those of cached decoding); ``src_ids``
+    without padding, ``output_ids`` as ``search`` returned them."""
     device = next(model.parameters()).device
     input_ids = [bos_id] + output_ids[:-1]
     maps = model.attention_maps(torch.tensor([src_ids], device=device), torch.tensor([input_ids], device=device))
@@ -128,10 +115,8 @@ def sentence_attention(model: Seq2SeqTransformer, src_ids: list[int], output_ids
 
 
 def output_limits(src: Tensor, pad_id: int, config: SearchConfig, limit: int) -> Tensor:
-    """Longest output of each sentence (B,): a · (its source length) + b, capped by the model's positions.
-
-    Per sentence, not per batch: a translation does not depend on the sentences batched with it.
-    """
+    """Longest output of each sentence (B,): a · (its source length) + b, capped by the model's positions; per
+    sentence, not per batch: a translation does not depend on the sentences batched with it."""
     src_len = (src != pad_id).sum(dim=1).float()
     return (config.max_len_a * src_len + config.max_len_b).long().clamp(min=1, max=limit - 1)
 
@@ -142,10 +127,8 @@ def greedy_decode(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: i
                   keep_rows: KeepRows | None = None, token_scores: bool = True, attention: Attending = None) -> Hypotheses:
     """src (B, S) -> tokens (B, T) without BOS, ending at EOS, then padded with ``pad_id``; their scores (B,)
     as a beam of one would rank them, and each token's log-probability (B, T), 0 at padding
-    (``token_scores=False``: neither, (B,) zeros and (B, 0)).
-
-    Only ``config``'s length limits apply; ``use_cache=False`` re-runs the whole prefix each step.
-    """
+    (``token_scores=False``: neither, (B,) zeros and (B, 0)). Only ``config``'s length limits apply;
+    ``use_cache=False`` re-runs the whole prefix each step."""
     pad_id, batch = model.pad_id, src.size(0)
     limits = output_limits(src, pad_id, config, model.max_len)  # (B,)
     memory = model.encode(src)
@@ -189,15 +172,8 @@ def length_penalty_factor(length: Tensor, alpha: float) -> Tensor:
 
 
 @torch.no_grad()
-def beam_search(
-    model: Seq2SeqTransformer,
-    src: Tensor,
-    bos_id: int,
-    eos_id: int,
-    config: SearchConfig = SearchConfig(),
-    keep_rows: KeepRows | None = None,
-    token_scores: bool = True,
-) -> Hypotheses:
+def beam_search(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id: int, config: SearchConfig = SearchConfig(),
+                keep_rows: KeepRows | None = None, token_scores: bool = True) -> Hypotheses:
     """src (B, S) -> the best tokens (B, T) (as ``greedy_decode``), their normalized scores (B,), their
     tokens' log-probabilities (B, T)."""
     beams = beam_hypotheses(model, src, bos_id, eos_id, config, True, keep_rows, token_scores)
@@ -276,9 +252,7 @@ def beam_hypotheses(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id:
         kept_rows = (kept[:, None] * k + torch.arange(k, device=device)).view(-1)  # (B'·k,)
         cache.keep(kept_rows, kept)
         memory, src, limits, sentence, scores = memory[kept], src[kept], limits[kept], sentence[kept], scores[kept]
-        tokens, finished, lengths, log_probs = tokens[kept_rows], finished[kept_rows], lengths[kept_rows], \
-            log_probs[kept_rows]
-        rows = rows[kept_rows]
+        tokens, finished, lengths, log_probs, rows = (t[kept_rows] for t in (tokens, finished, lengths, log_probs, rows))
     found = ranked_hypotheses(ended, batch, k, pad_id, config.length_penalty)
     return found if attention is not None else found._replace(attention=None)
 

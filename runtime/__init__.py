@@ -5,9 +5,6 @@
         run.start_from(model)   # a fine-tune's starting weights (init_from=), unless it resumes
         run.fit(trainer, module, datamodule)   # resumes, stops on a signal, writes final.ckpt
     # on the way out: where the time went (time_split.json), the run folder let go
-
-Inside: the settings refused in one line (config_checks.py), a fine-tune's starting run (fine_tune.py), machine and
-precision, the run folder, stops and checkpoints, the non-finite guard and the time split.
 """
 
 import json

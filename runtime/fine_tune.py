@@ -1,12 +1,7 @@
-"""``train.py init_from=RUN`` (read by ``runtime.attach``): a new run that starts from a trained run's weights, with its tokenizer, copy-slot
-rules and model shape, on another corpus (``data.corpus_path``), the starting run's corpus mixed back in
-(``data.replay``) and evaluated beside the new one. The learning recipe is ``experiment=finetune``'s.
-
-Decided here, once, before anything is built: which checkpoint, the shape (the starting run's; a command-line
-``model.`` key that would change it is refused, dropouts excepted), the pair (the same, or refused), the tokenizer
-and the original corpus (``data.tokenizer_from``, ``data.original``). A fine-tune stopped midway resumes from its
-own ``last.ckpt`` like any run: ``init_from`` then only says where it started.
-"""
+"""``train.py init_from=RUN`` (read by ``runtime.attach``): a new run that starts from a trained run's weights, with
+its tokenizer, copy-slot rules and model shape, on another corpus, the starting run's corpus mixed back in
+(``data.replay``). Decided here, once: which checkpoint, the shape (a command-line ``model.`` key that would change it
+is refused, dropouts excepted), the pair (the same, or refused), the tokenizer and the original corpus."""
 
 from __future__ import annotations
 
@@ -27,10 +22,9 @@ log = logging.getLogger("train")
 
 @dataclass(frozen=True)
 class StartingRun:
-    """The trained run a fine-tune starts from: its checkpoint, its folder and the weights of its model."""
+    """The trained run a fine-tune starts from: its checkpoint and the weights of its model."""
 
     checkpoint: Path
-    folder: Path
     weights: dict[str, torch.Tensor]
 
     def load_into(self, model: torch.nn.Module, resumes: bool) -> None:
@@ -80,4 +74,4 @@ def starting_run(cfg: DictConfig) -> StartingRun | None:
         cfg.data.tokenizer_from = str(files.folder)
         cfg.data.original = {k: base.data[k] for k in CORPUS_KEYS if k in base.data}
     weights = {k.removeprefix("model."): v for k, v in state["state_dict"].items()}
-    return StartingRun(files.checkpoint, files.folder, weights)
+    return StartingRun(files.checkpoint, weights)

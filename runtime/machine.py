@@ -1,9 +1,6 @@
 """The machine a run trains on, decided once: GPU or CPU, how many devices, which recipe, which precision. Every
 ``auto`` in ``configs/`` is settled here into plain values, so the components downstream never look at CUDA themselves.
-
-``runtime.precision: auto``: bf16 autocast only where native and faster. CPUs without AVX512-BF16 or AMX emulate bf16
-several times slower than fp32, so a CPU's choice is measured. GPUs: native bf16, else fp16 on tensor cores, else fp32.
-"""
+CPUs without AVX512-BF16 or AMX emulate bf16 several times slower than fp32, so a CPU's precision is measured."""
 
 from __future__ import annotations
 
