@@ -32,7 +32,8 @@ class DeviceBatches:
         batches = [[self.rows[p] for p in batch] for batch in self.sampler]  # this epoch's rows, cut on the host
         # One host-to-device copy per epoch: every batch's rows end to end. From pinned memory
         # the copy is asynchronous: the host does not wait for the steps still queued on the GPU.
-        rows = torch.tensor([r for batch in batches for r in batch], dtype=torch.long,
-                            pin_memory=self.collate.device.type == "cuda").to(self.collate.device, non_blocking=True)
-        for batch, on_device in zip(batches, rows.split([len(batch) for batch in batches])):
+        epoch_rows = torch.tensor([r for batch in batches for r in batch], dtype=torch.long,
+                                  pin_memory=self.collate.device.type == "cuda")
+        epoch_rows = epoch_rows.to(self.collate.device, non_blocking=True)
+        for batch, on_device in zip(batches, epoch_rows.split([len(batch) for batch in batches])):
             yield self.collate(batch, on_device)

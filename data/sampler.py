@@ -54,6 +54,8 @@ class TokenBucketBatchSampler(Sampler[list[int]]):
         self.shuffle, self.seed, self.epoch = shuffle, seed, 0
         self.num_replicas, self.rank = num_replicas, rank
         self._cached: tuple[int, list[list[int]]] | None = None  # (epoch, batches): len() and iter() share it
+        if not 0 <= rank < num_replicas:
+            raise ValueError(f"rank {rank} is not in [0, {num_replicas})")
 
     def set_epoch(self, epoch: int) -> None:
         """Called by Lightning at the start of every epoch: a new shuffle each epoch."""
@@ -95,6 +97,7 @@ class TokenBucketBatchSampler(Sampler[list[int]]):
 
 def pad_batch(sequences: list[list[int]], pad_id: int) -> Tensor:
     """Right-pad id lists to the longest one: (batch, longest)."""
+    # The lists end to end, each cut out as its own row: the batches' arithmetic, on the host.
     return cut(flatten(sequences, "cpu"), torch.arange(len(sequences)), max(map(len, sequences)), pad_id)
 
 
@@ -127,9 +130,10 @@ class Collator:
         self.src, self.tgt = flatten(src_ids, self.device), flatten(tgt_ids, self.device)
         self.alignments = None if alignments is None else flatten(alignments, self.device)
 
-    def __call__(self, indices: list[int], rows: Tensor | None = None) -> dict[str, Tensor]:
-        """The batch of ``indices``; ``rows``: the same indices, already on the device."""
-        rows = torch.tensor(indices, dtype=torch.long, device=self.device) if rows is None else rows
+    def __call__(self, indices: list[int], on_device: Tensor | None = None) -> dict[str, Tensor]:
+        """The batch of the rows ``indices``; ``on_device``: the same indices as a tensor already on the device (its
+        widths are read from ``indices``, on the host, so that cutting never waits for the device)."""
+        rows = torch.tensor(indices, dtype=torch.long, device=self.device) if on_device is None else on_device
         tgt_width = max(self.tgt_len[i] for i in indices) + 1  # BOS or EOS
         body = cut(self.tgt, rows, tgt_width, self.pad_id)  # (B, T): tgt, padded
         batch = {"src": cut(self.src, rows, max(self.src_len[i] for i in indices), self.pad_id),  # (B, S)

@@ -60,6 +60,8 @@ def split_pairs(
 
     Returns splits with columns ``src``, ``tgt``, ``refs`` (train: ``refs == [tgt]``).
     """
+    if not 0 <= val_fraction < 1 or not 0 <= test_fraction < 1 or val_fraction + test_fraction >= 1:
+        raise ValueError(f"bad split fractions: validation {val_fraction}, test {test_fraction}")
     groups: dict[str, list[int]] = defaultdict(list)
     for i, (source, _) in enumerate(pairs):
         groups[group_key(source)].append(i)

@@ -252,7 +252,8 @@ def beam_hypotheses(model: Seq2SeqTransformer, src: Tensor, bos_id: int, eos_id:
         kept_rows = (kept[:, None] * k + torch.arange(k, device=device)).view(-1)  # (B'·k,)
         cache.keep(kept_rows, kept)
         memory, src, limits, sentence, scores = memory[kept], src[kept], limits[kept], sentence[kept], scores[kept]
-        tokens, finished, lengths, log_probs, rows = (t[kept_rows] for t in (tokens, finished, lengths, log_probs, rows))
+        tokens, finished, lengths, log_probs, rows = (part[kept_rows] for part in
+                                                      (tokens, finished, lengths, log_probs, rows))
     found = ranked_hypotheses(ended, batch, k, pad_id, config.length_penalty)
     return found if attention is not None else found._replace(attention=None)
 

@@ -174,8 +174,8 @@ def main() -> None:
     parser.add_argument("--ids", type=Path, help="with --refs: our output ids as JSON: compared with if the file "
                         "exists, else written (the same outputs before and after a change to the search)")
     args = parser.parse_args()
-    if args.run and not args.lines:
-        parser.error("--run needs --lines")
+    if bool(args.run) != bool(args.lines) or (args.refs and not args.run) or (args.ids and not args.refs):
+        parser.error("--run and --lines go together; --refs needs them, --ids needs --refs")
     print(header())
     if args.run:
         lines = args.lines.read_text(encoding="utf-8").splitlines()

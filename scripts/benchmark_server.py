@@ -143,7 +143,7 @@ def server(run: str, *options: str):
                                 f"port={port}", *options], cwd=ROOT, stdout=subprocess.DEVNULL)
     try:
         for _ in range(600):
-            if status_of(port, b'{"lines": []}'):  # 0: nothing answers yet
+            if status_of(port, b'{"lines": []}') == 200:  # 0: nothing answers yet; an error: not ready either
                 break
             time.sleep(0.2)
         yield port

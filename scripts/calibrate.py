@@ -4,8 +4,9 @@
     python scripts/calibrate.py outputs/my_run --no-test       # the marks only
     python scripts/calibrate.py outputs/my_run --engine ctranslate2
 
-Training writes ``confidence.json`` itself; this is for a run from before, a broken file or another engine. The
-quality (AUROC, precision and recall against sentence chrF < 30) is printed and kept in ``test_metrics.json``.
+Training writes ``confidence.json`` itself; this is for a run from before, a broken file, another engine or another
+search (the marks are set for the run's beam). The quality (AUROC, precision and recall against sentence chrF < 30)
+is printed and kept in ``test_metrics.json``.
 """
 
 from __future__ import annotations

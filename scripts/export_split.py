@@ -7,7 +7,8 @@
     python scripts/export_split.py --split test --as all_caps --out /tmp/caps    # then: evaluate.py --lowercase
     python scripts/export_split.py --words doctor,hospital,sick,medicine --out health.tsv    # a topic's pairs
 
-``--as``: the sources as the test report also scores them (``model/scoring/pasted_text.py``). ``--words``: every pair
+``--as``: the sources as the test report also scores them (``model/scoring/pasted_text.py``): joined four to a line
+(their references alike), every word capitalized, or in capitals. ``--words``: every pair
 of the corpus that mentions one (either side), as a TSV with a header of language codes: a corpus of one's own to
 fine-tune on, held out of a base run by the same words (``data.exclude_words``).
 """

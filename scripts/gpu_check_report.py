@@ -42,12 +42,20 @@ def read_json(path: Path, missing: list[str]) -> dict:
         return {}
 
 
+def as_float(value: str | None) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def read_metrics(run: Path) -> list[dict[str, float]]:
-    """Rows of the run's ``metrics.csv`` (Lightning's CSVLogger), values as floats, empty cells dropped."""
+    """Rows of the run's ``metrics.csv`` (Lightning's CSVLogger), values as floats, empty or unreadable cells
+    dropped: whatever the run left (``compare_runs.py`` and ``benchmark.py`` read it here too)."""
     rows = []
     for path in sorted(run.glob("csv/version_*/metrics.csv")):
         with open(path, encoding="utf-8") as f:
-            rows += [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(f)]
+            rows += [{k: x for k, v in row.items() if (x := as_float(v)) is not None} for row in csv.DictReader(f)]
     return rows
 
 

@@ -69,6 +69,23 @@ def test_greedy_and_beam_search_on_the_gpu_equal_the_cpu():
 
 
 @pytest.mark.slow  # scripts/gpu_check.sh's full run covers it; the quick tier leaves it out
+def test_batches_cut_on_the_gpu_equal_the_hosts():
+    from data.device_batches import DeviceBatches
+    from data.sampler import Collator, TokenBucketBatchSampler
+
+    generator = torch.Generator().manual_seed(0)
+    src = [torch.randint(3, 60, (int(n),), generator=generator).tolist() for n in torch.randint(1, 20, (200,))]
+    tgt = [torch.randint(3, 60, (int(n),), generator=generator).tolist() for n in torch.randint(1, 20, (200,))]
+    aligned = [[int(torch.randint(-1, len(s), (), generator=generator)) for _ in t] for s, t in zip(src, tgt)]
+    rows = [i for i in range(200) if i % 3]
+    sampler = TokenBucketBatchSampler([max(len(src[i]), len(tgt[i]) + 1) for i in rows], 96, shuffle=True, seed=1)
+    on_gpu = DeviceBatches(Collator(src, tgt, 0, 1, 2, aligned, device=CUDA), rows, sampler)
+    host = Collator(src, tgt, 0, 1, 2, aligned)
+    for batch, positions in zip(on_gpu, sampler):
+        expected = host([rows[p] for p in positions])
+        assert all(batch[k].device.type == "cuda" and torch.equal(batch[k].cpu(), expected[k]) for k in expected)
+
+
 def test_smoke_training_run_on_the_gpu(tmp_path, data_cache):
     # logger=csv: the GPU path is what is checked here, not wandb (scripts/gpu_check.sh does the same)
     run_train(tmp_path / "run", data_cache, "trainer.accelerator=gpu", "runtime.precision=auto", "logger=csv")

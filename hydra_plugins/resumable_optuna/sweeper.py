@@ -3,7 +3,8 @@
 The stock sweeper reloads a stored study, then runs ``n_trials`` *more*, numbering folders from 0 again over the old
 ones. Here ``n_trials`` counts the whole search, a trial left running by an interrupted search runs again first (its
 old folder kept), each trial's folder is its Optuna trial number, and ``trials.md`` in the sweep folder lists every
-trial. Without the optional ``search`` dependencies (hydra-optuna-sweeper) this module defines nothing.
+trial. Hydra loads sweepers only from the ``hydra_plugins`` package: hence this folder. Without the optional
+``search`` dependencies (hydra-optuna-sweeper) this module defines nothing.
 """
 
 from dataclasses import dataclass, field
