@@ -3,19 +3,16 @@
     python scripts/benchmark.py                 # sections 1-3 and 5: ~6 minutes on a 2-core CPU
     python scripts/benchmark.py --pipeline      # + 4: 430 steps of the real `python train.py` (~3 more minutes)
     python scripts/benchmark.py --quick         # fewer repetitions (a smoke check); --decoding: section 5 alone
-    python scripts/benchmark.py --run outputs/my_run --lines test.en                           # section 6
-    python scripts/benchmark.py --run outputs/my_run --lines test.en --refs test.refs.jsonl    # section 7
 
 Each ratio's sides are timed in turns (A, B, A, B, ...; medians: these machines are noisy). ``configs/``' defaults
-against the ``scripts/torch_peer.py`` fp32 peer of the same shape; a trained run's speed in translate.py's pipeline,
-and in CTranslate2 (float32, int8) and `transformers`' generate() on the same weights. Each section says what it is.
+against the ``scripts/torch_peer.py`` fp32 peer of the same shape; a trained run's decoding speed is
+``scripts/benchmark_run.py``'s. Each section says what it is.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import statistics
 import subprocess
 import sys
@@ -23,7 +20,6 @@ import tempfile
 import time
 import warnings
 from collections import defaultdict
-from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -105,14 +101,6 @@ def interleaved_times(runs: dict, repeats: int, warmup: int = 1) -> dict[str, fl
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def lines_per_s(translate, lines: list[str]) -> tuple[float, list]:
-    """Lines/s of ``translate(lines)`` after a warm-up on the first 64 of them, and what it returned."""
-    translate(lines[:64])
-    start = time.perf_counter()
-    results = translate(lines)
-    return len(lines) / (time.perf_counter() - start), results
-
-
 def training_step(model, optimizer, src, tgt, bf16: bool) -> None:
     """One update as each recipe does it: ours projects only real target tokens onto the vocabulary."""
     context = torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
@@ -167,21 +155,8 @@ def main() -> None:
     parser.add_argument("--pipeline-steps", type=int, default=400, help="its optimizer steps (after 30 warm-up)")
     parser.add_argument("--sentences", type=int, default=2000, help="sentences for the decoding benchmark")
     parser.add_argument("--decoding", action="store_true", help="the decoding benchmark alone (section 5)")
-    parser.add_argument("--run", type=Path, help="a trained run: its speed with scores and alignments (section 6)")
-    parser.add_argument("--lines", type=Path, help="with --run: the lines to translate (scripts/export_split.py)")
-    parser.add_argument("--refs", type=Path, help="with --run: their references, one JSON list a line: the engines "
-                        "compared (section 7)")
-    parser.add_argument("--ids", type=Path, help="with --refs: our output ids as JSON: compared with if the file "
-                        "exists, else written (the same outputs before and after a change to the search)")
     args = parser.parse_args()
-    if bool(args.run) != bool(args.lines) or (args.refs and not args.run) or (args.ids and not args.refs):
-        parser.error("--run and --lines go together; --refs needs them, --ids needs --refs")
     print(header())
-    if args.run:
-        lines = args.lines.read_text(encoding="utf-8").splitlines()
-        if args.refs:
-            return engines_section(args.run, lines, args.refs, args.ids)
-        return scores_section(args.run, lines, args.lines, 3)
     repeats = 2 if args.quick else 7
     warnings.filterwarnings("ignore", category=UserWarning)  # torch.nn's mask / nested-tensor notices
     torch.manual_seed(0)
@@ -306,74 +281,6 @@ def decoding_section(model, peer, vocab: int, n_sentences: int, repeats: int) ->
         print(f"   {name:18s} {s:6.1f} s  {n / s:7.0f} sentences/s")
     print(f"   ratio cached / uncached (ours)  = {dec['uncached'] / dec['cached']:.2f}x")
     print(f"   ratio cached / torch.nn greedy  = {dec['torch.nn uncached'] / dec['cached']:.2f}x")
-
-
-def scores_section(run: Path, lines: list[str], lines_file: Path, repeats: int) -> None:
-    """6. translate.py's pipeline on a trained run: lines/s with confidence scores (the search's own
-    log-probabilities and the beam's other hypotheses, then each sentence's agreement, flags and mark) against
-    without, and with each line's word alignment (``alignments=true``) against without, timed in turns."""
-    from model.inference.translator import Translator
-
-    translator = Translator.load(run, device="cpu")
-    options = {"scores off": {"scores": False}, "scores on": {}, "alignments on": {"alignments": True}}
-    runs = {name: (lambda kwargs=kwargs: translator.translate(lines, **kwargs)) for name, kwargs in options.items()}
-    times = interleaved_times(runs, repeats, warmup=1)
-    search = translator.settings.search
-    print(f"\n6. {run}: {len(lines)} lines of {lines_file}, beam {search.beam_size}, translate.py's pipeline")
-    print("   " + ", ".join(f"{name} {len(lines) / seconds:6.1f} lines/s" for name, seconds in times.items()))
-    print(f"   time ratio scores on / off = {times['scores on'] / times['scores off']:.3f}x, "
-          f"alignments on / off (scores on) = {times['alignments on'] / times['scores on']:.3f}x")
-
-
-
-def output_ids(translation) -> list[list[int]]:
-    """The ids the search produced for each sentence of a line."""
-    return [sentence.output_ids for sentence in translation.sentences]
-
-
-def engines_section(run: Path, lines: list[str], refs_file: Path, ids_file: Path | None) -> None:
-    """7. Our search against CTranslate2 and `transformers`' generate() on the run's weights, greedy and beam 5 with the
-    run's length limits and penalty (theirs is another formula, see translate.py --help); an engine whose package is
-    missing is left out, with one line saying so."""
-    from model.inference.translator import Translator
-    from model.training.metrics import corpus_scores
-
-    refs = [json.loads(line) for line in refs_file.read_text(encoding="utf-8").splitlines()]
-    ours = Translator.load(run)
-    engines = {"ours (PyTorch fp32)": ours}
-    for name, engine, compute_type in (("CTranslate2 float32", "ctranslate2", "float32"),
-                                       ("CTranslate2 int8", "ctranslate2", "int8"),  # quantized as it loads
-                                       ("transformers fp32", "transformers", "default")):
-        try:
-            engines[name] = Translator.load(run, engine=engine, compute_type=compute_type)
-        except ValueError as error:  # its package is not installed
-            print(f"{name}: left out ({error})")
-    print(f"\n7. {len(lines)} sentences, length-sorted batches of 64; identical = the same output ids as ours")
-    print(f"{'engine':22} {'search':7} {'sentences/s':>12} {'vs ours':>8} {'BLEU':>6} {'identical':>10}")
-    ours_ids, rates = {}, {}
-    for beam_size in (1, 5):
-        config = replace(ours.settings.search, beam_size=beam_size)
-        reference = None
-        for name, engine in engines.items():
-            rate, results = lines_per_s(lambda chunk: engine.translate(chunk, config), lines)
-            reference = reference or (results, rate)
-            rates[name, beam_size] = rate
-            ours_ids[str(beam_size)] = ours_ids.get(str(beam_size)) or [output_ids(t) for t in results]
-            same = sum(output_ids(a) == output_ids(b) for a, b in zip(results, reference[0]))
-            bleu = corpus_scores([t.text for t in results], refs).bleu
-            search = "greedy" if beam_size == 1 else f"beam {beam_size}"
-            print(f"{name:22} {search:7} {rate:12.1f} {rate / reference[1]:7.2f}x {bleu:6.2f} "
-                  f"{same / len(lines):9.1%}")
-    for other in ("CTranslate2 float32", "transformers fp32"):
-        if (other, 5) in rates:
-            print(f"ours / {other}, beam 5: {rates['ours (PyTorch fp32)', 5] / rates[other, 5]:.2f}x")
-    if ids_file and ids_file.is_file():
-        saved = json.loads(ids_file.read_text())
-        for beam, ids in ours_ids.items():
-            same = sum(a == b for a, b in zip(ids, saved[beam]))
-            print(f"ours, beam {beam}: {same} of {len(ids)} outputs identical to {ids_file}")
-    elif ids_file:
-        ids_file.write_text(json.dumps(ours_ids))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmark import ROOT, header, lines_per_s  # scripts/benchmark.py
+from benchmark import ROOT, header  # scripts/benchmark.py
+from benchmark_run import lines_per_s  # scripts/benchmark_run.py
 
 
 BAD_BODIES = [b"{not json", b'{"lines": "one line"}', b'{"lines": [1, 2]}', b'{"lines": ["Hi."], "beam_size": 0}',
