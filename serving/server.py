@@ -72,7 +72,8 @@ class TranslateResponse(BaseModel):
         "per line (null for an empty line): score (mean log-probability per output token; 0 is sure), agreement "
         "(0-100: how much the beam's other hypotheses say the same; null for greedy search and the other engines), "
         "mark (fine, check, likely wrong; without the run's confidence.json only a flag marks), flags (repeats, "
-        "length, cut), and the same per sentence with its tokens and their probabilities"))
+        "length, cut), and the same per sentence (its translation as it stands in the line) with its tokens and "
+        "their probabilities"))
     attention: dict | None = None
     n_best: list[Hypothesis] | None = None
     alignments: list[list[tuple[int, int]]] | None = Field(None, description=(

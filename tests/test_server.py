@@ -84,6 +84,19 @@ def test_each_line_and_each_sentence_comes_with_its_confidence(client, translato
         [s.confidence.agreement for t in expected for s in t.sentences], abs=1e-4)
 
 
+def test_each_sentence_s_translation_is_found_in_its_line_as_the_page_looks_for_it(client):
+    """A label read with a full stop, a line in capitals, a paragraph: the page underlines a doubtful sentence where
+    its translation stands in the line, so each one must stand there as written."""
+    lines = ["Thank you", "Open the door", "DO NOT ENTER. THE DOOR IS OPEN.", "Tom is tall. It is late."]
+    answer = client.post("/translate", json={"lines": lines}).json()
+    for line, confidence in zip(answer["translations"], answer["confidence"]):
+        at = 0
+        for sentence in confidence["sentences"]:
+            found = line.find(sentence["translation"], at)  # in order, as written
+            assert found >= 0, (line, sentence["translation"])
+            at = found + len(sentence["translation"])
+
+
 def test_a_pasted_paragraph_is_one_line_and_its_attention_holds_every_sentence(client, translator):
     lines = ["Tom is very tall. IT IS LATE. Where is the station?", "Hello. " + "word" * 300]
     answer = client.post("/translate", json={"lines": lines, "beam_size": 1, "attention": True}).json()

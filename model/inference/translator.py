@@ -257,20 +257,23 @@ class Translator:
         return list(zip(texts, [score for _, score in hypotheses]))
 
     def confidence_record(self, translation: Translation) -> dict | None:
-        """A line's confidence in plain values (the server's JSON): its own, and each sentence's with the model's
-        probability of each output token (None for an empty line)."""
+        """A line's confidence in plain values (the server's JSON): its own, and each sentence's (its translation as
+        it stands in the line, capitals and a label's dropped stop included, so that a page finds it there) with the
+        model's probability of each output token (None for an empty line)."""
         if translation.confidence is None:
             return None
+        _, placed = self.splitter.placed(self.splitter.pieces(translation.source),
+                                         [s.text for s in translation.sentences])
 
         def record(found: Confidence) -> dict:
             rounded = {name: None if value is None else round(value, 4)
                        for name, value in (("score", found.score), ("agreement", found.agreement))}
             return {**rounded, "mark": found.mark, "flags": found.flags}
 
-        sentences = [{"source": s.source, "translation": s.text, **record(s.confidence),
+        sentences = [{"source": s.source, "translation": written, **record(s.confidence),
                       "tokens": self.tokenizer.tgt_tokens(s.output_ids), "probabilities": None
                       if s.token_log_probs is None else [round(math.exp(lp), 4) for lp in s.token_log_probs]}
-                     for s in translation.sentences]
+                     for s, (_, written) in zip(translation.sentences, placed, strict=True)]
         return {**record(translation.confidence), "sentences": sentences}
 
     def sentence_view(self, sentence: Sentence) -> SentenceView:
