@@ -84,7 +84,7 @@ class LineSplitter:
         lead = (LIST_MARKER.match(text) or re.match(r"\s*", text)).group()
         found = [Piece(lead)]
         for sentence in self._segments(text[len(lead) :]):
-            body = sentence.strip()  # (spacing alone: kept whole, after an empty piece)
+            body = sentence.strip()  # spacing alone: its empty pieces are dropped by ``pieces``, the spacing kept
             start = sentence.index(body)
             found.append(Piece(sentence[:start]))
             label = LABEL.match(body)

@@ -70,7 +70,7 @@ def split_pairs(
     # Fill validation and test up to their share of *pairs*, then the rest is train.
     targets = {"validation": val_fraction * len(pairs), "test": test_fraction * len(pairs)}
     assigned: dict[str, list[str]] = {"validation": [], "test": [], "train": []}
-    filled = {"validation": 0, "test": 0, "train": 0}
+    filled = {"validation": 0, "test": 0, "train": 0}  # pairs assigned to each split so far
     for key in keys:
         split = next((s for s in ("validation", "test") if filled[s] < targets[s]), "train")
         assigned[split].append(key)
@@ -82,13 +82,16 @@ def split_pairs(
                           f"{1 + (val_fraction > 0) + (test_fraction > 0)} distinct sentences, many more to learn")
 
     def rows(split: str) -> dict[str, list]:
-        # (source,) or (source, pair) -> its references: validation and test, one row per distinct source sentence
+        # Validation and test: one row per distinct source sentence, every translation a reference; train: a row
+        # per pair. A row's key: (source,) or (source, pair number).
         references: dict[tuple, list[str]] = defaultdict(list)
         for key in sorted(assigned[split]):
             for i in groups[key]:
-                references[(pairs[i][0],) if split != "train" else (pairs[i][0], i)].append(pairs[i][1])
-        refs = list(references.values())
-        return {"src": [row[0] for row in references], "tgt": [targets[0] for targets in refs], "refs": refs}
+                source, target = pairs[i]
+                references[(source,) if split != "train" else (source, i)].append(target)
+        rows_of_split = list(references.items())
+        return {"src": [row[0] for row, _ in rows_of_split], "tgt": [refs[0] for _, refs in rows_of_split],
+                "refs": [refs for _, refs in rows_of_split]}
 
     splits = DatasetDict({split: dataset(rows(split)) for split in ("train", "validation", "test")})
     return splits.shuffle(seed=seed).flatten_indices() if len(pairs) else splits
