@@ -51,7 +51,7 @@ class TranslateRequest(BaseModel):
     beam_size: BeamWidth | None = Field(None, description="1 = greedy; default: the run's")
     attention: bool = Field(False, description="also the explorer's data for the first non-empty line's sentences")
     n_best: bool = Field(False, description="also every hypothesis of the beam for the first non-empty line's "
-                                            "first sentence")
+                                            "first sentence, each as it would stand in the line")
     alignments: bool = Field(False, description="also each line's word alignment")
 
 
@@ -214,7 +214,7 @@ async def translate(request: TranslateRequest, http: Request) -> TranslateRespon
         call = lambda: attention_data(translator, results[first])  # noqa: E731
         reply.attention = await run_on_model(http, [], config, [tokens[first]], deadline, call)
     if first is not None and request.n_best:
-        call = lambda: translator.n_best(results[first].sentences[0], config)  # noqa: E731
+        call = lambda: translator.n_best(results[first], config)  # noqa: E731
         hypotheses = await run_on_model(http, [], config, [costs[first]], deadline, call)
         reply.n_best = [Hypothesis(translation=text, score=score) for text, score in hypotheses]
     if request.alignments:

@@ -57,7 +57,7 @@ def test_the_same_translations_as_ours_in_float32(ours, engine, config):
         [s.confidence.score for t in mine for s in t.sentences], abs=0.01)
     # Its n-best through the same pipeline: the beam's hypotheses, best first, the best being the translation
     # (the others may differ: CTranslate2 sets finished hypotheses aside, ours keep their places in the beam).
-    n_best = engine.n_best(theirs[0].sentences[0], config)
+    n_best = engine.n_best(theirs[0], config)
     assert len(n_best) == config.beam_size and n_best[0][0] == theirs[0].text
     assert all(isinstance(score, float) for _, score in n_best)
     # No agreement (its beam's others are not ours): marks by the score alone, where ours has both.

@@ -86,8 +86,9 @@ def test_engine_transformers_is_a_search_behind_the_same_translator(exported, sm
     greedy = SearchConfig(beam_size=1)
     lines = ["", *SENTENCES[:3], "   "]
     assert [t.text for t in theirs.translate(lines, greedy)] == [t.text for t in ours.translate(lines, greedy)]
-    best = theirs.translate(SENTENCES[:1], SearchConfig(beam_size=3))[0].sentences[0]
-    assert len(theirs.n_best(best, SearchConfig(beam_size=3))) == 3
+    line = theirs.translate(SENTENCES[:1], SearchConfig(beam_size=3))[0]
+    assert len(theirs.n_best(line, SearchConfig(beam_size=3))) == 3
+    best = line.sentences[0]
     assert theirs.sentence_view(best).attention.output_ids == best.output_ids  # the attention stays ours
 
 

@@ -140,6 +140,10 @@ def test_the_n_best_of_the_first_line_starts_with_its_translation(client, transl
     assert len(hypotheses) == 3 and hypotheses[0]["translation"] == answer.json()["translations"][1]
     assert [h["score"] for h in hypotheses] == sorted((h["score"] for h in hypotheses), reverse=True)
     assert answer.json()["attention"] is None  # only what was asked for
+    for line in ("Kitchen", "WHERE IS THE STATION?"):  # each written as in the line: a heading's stop dropped, capitals
+        answer = client.post("/translate", json={"lines": [line], "beam_size": 3, "n_best": True}).json()
+        texts = [h["translation"] for h in answer["n_best"]]
+        assert texts[0] == answer["translations"][0] and (line != line.upper() or texts == [t.upper() for t in texts])
 
 
 def test_concurrent_requests_share_batches_and_get_their_own_answers(client, translator):

@@ -249,12 +249,15 @@ class Translator:
                                                    [s.links for s in translation.sentences])
 
     @torch.no_grad()
-    def n_best(self, sentence: Sentence, config: SearchConfig | None = None) -> list[tuple[str, float]]:
-        """Every hypothesis the beam ended with for one sentence, best first (its translation), with its score
-        (ours: the length-normalized log-probability)."""
+    def n_best(self, translation: Translation, config: SearchConfig | None = None) -> list[tuple[str, float]]:
+        """Every hypothesis the beam ended with for the line's first sentence, best first (its translation), with its
+        score (ours: the length-normalized log-probability), as it would stand in its line (capitals, no added stop)."""
+        sentence, others = translation.sentences[0], [s.text for s in translation.sentences[1:]]
         hypotheses = self.backend.hypotheses(sentence.src_ids, config or self.settings.search)
         texts = self.text([ids for ids, _ in hypotheses], [sentence.source] * len(hypotheses))
-        return list(zip(texts, [score for _, score in hypotheses]))
+        pieces = self.splitter.pieces(translation.source)  # each text placed where the line's first sentence stands
+        return [(self.splitter.placed(pieces, [text, *others])[1][0][1], score)
+                for text, (_, score) in zip(texts, hypotheses, strict=True)]
 
     def confidence_record(self, translation: Translation) -> dict | None:
         """A line's confidence in plain values (the server's JSON): its own, and each sentence's (its translation as
