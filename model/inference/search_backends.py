@@ -39,7 +39,7 @@ def output_limit(source: list[int], config: SearchConfig, max_len: int) -> int:
 
 @dataclass
 class OurSearch:
-    """``model/search.py`` on the run's model; bf16 autocast on a GPU, oneDNN's linear layers on an x86 CPU. The other
+    """``model/search.py`` on the run's model; bf16 autocast on a GPU, oneDNN's linear layers on an AMD CPU. The other
     engines answer ``search`` and ``hypotheses`` alike, as far as they can."""
 
     model: Seq2SeqTransformer
@@ -50,7 +50,7 @@ class OurSearch:
         return pad_batch(sources, self.model.pad_id).to(next(self.model.parameters()).device)  # (B, S)
 
     def _speed_up(self, device: torch.device):
-        """bf16 autocast on a GPU; oneDNN's linear layers on an x86 CPU (``onednn.py``)."""
+        """bf16 autocast on a GPU; oneDNN's linear layers on an AMD x86 CPU (``onednn.py``)."""
         return torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda" else fast_linear(device)
 
     def search(self, sources: list[list[int]], config: SearchConfig, keep_rows: KeepRows | None = None,
