@@ -51,7 +51,7 @@ class TranslateRequest(BaseModel):
     beam_size: BeamWidth | None = Field(None, description="1 = greedy; default: the run's")
     attention: bool = Field(False, description="also the explorer's data for the first non-empty line's sentences")
     n_best: bool = Field(False, description="also every hypothesis of the beam for the first non-empty line's "
-                                            "first sentence, each as it would stand in the line")
+                                            "first sentence or label, each as it stands in the line")
     alignments: bool = Field(False, description="also each line's word alignment")
 
 

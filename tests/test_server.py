@@ -144,6 +144,8 @@ def test_the_n_best_of_the_first_line_starts_with_its_translation(client, transl
         answer = client.post("/translate", json={"lines": [line], "beam_size": 3, "n_best": True}).json()
         texts = [h["translation"] for h in answer["n_best"]]
         assert texts[0] == answer["translations"][0] and (line != line.upper() or texts == [t.upper() for t in texts])
+    for line in ("Hi\t`a\tb`", "Go to [the page. Now](http://x.y) please."):  # markup set aside: not a 500
+        assert client.post("/translate", json={"lines": [line], "n_best": True}).status_code == 200
 
 
 def test_concurrent_requests_share_batches_and_get_their_own_answers(client, translator):

@@ -119,3 +119,13 @@ def test_a_run_with_an_aligned_head_reads_its_alignments_there(smoke_run, tmp_pa
                           tok.eos_id, (0, 1))[0]
     assert translator.aligned == (0, 1) and sentence.attention is not None  # kept by the search as it went
     assert sentence.links == read  # the same links as one teacher-forced pass reads
+
+
+def test_a_line_with_markup_gets_its_confidence_and_n_best_from_the_pieces_it_was_translated_in(smoke_run):
+    translator, config = Translator.load(smoke_run), SearchConfig(beam_size=2)
+    for line in ("Hi\t`a\tb`", "Go to [the page. Now](http://x.y) please.", "**Note**: Keep your ticket."):
+        translation = translator.translate([line], config)[0]
+        assert translation.source == line  # the pasted line, markup and all; the model read it without
+        record = translator.confidence_record(translation)
+        assert [s["source"] for s in record["sentences"]] == [s.source for s in translation.sentences]
+        assert len(translator.n_best(translation, config)) == 2

@@ -250,12 +250,12 @@ class Translator:
 
     @torch.no_grad()
     def n_best(self, translation: Translation, config: SearchConfig | None = None) -> list[tuple[str, float]]:
-        """Every hypothesis the beam ended with for the line's first sentence, best first (its translation), with its
-        score (ours: the length-normalized log-probability), as it would stand in its line (capitals, no added stop)."""
+        """The beam's hypotheses for the line's first sentence or label, best first (its translation), with their
+        scores (ours: the length-normalized log-probability), as they stand in the line (no added stop or markup)."""
         sentence, others = translation.sentences[0], [s.text for s in translation.sentences[1:]]
         hypotheses = self.backend.hypotheses(sentence.src_ids, config or self.settings.search)
         texts = self.text([ids for ids, _ in hypotheses], [sentence.source] * len(hypotheses))
-        pieces = self.splitter.pieces(translation.source)  # each text placed where the line's first sentence stands
+        pieces = self.splitter.pieces(set_aside(translation.source).plain)  # the line as translated: no markup
         return [(self.splitter.placed(pieces, [text, *others])[1][0][1], score)
                 for text, (_, score) in zip(texts, hypotheses, strict=True)]
 
@@ -265,7 +265,7 @@ class Translator:
         model's probability of each output token (None for an empty line)."""
         if translation.confidence is None:
             return None
-        _, placed = self.splitter.placed(self.splitter.pieces(translation.source),
+        _, placed = self.splitter.placed(self.splitter.pieces(set_aside(translation.source).plain),
                                          [s.text for s in translation.sentences])
 
         def record(found: Confidence) -> dict:
