@@ -26,7 +26,7 @@ from data.splits import column, word_pattern
 from data.tokenizer import MIN_VOCAB_SIZE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
 
 log = logging.getLogger(__name__)
-CACHE_VERSION = 4  # bump when the cached format (or what copy slots hold) changes
+CACHE_VERSION = 5  # bump when the cached format (or what copy slots hold) changes
 # The settings that decide which pairs a corpus gives and how they split (a fine-tune's original corpus: these of
 # its starting run); with the BPE settings, what a continued run must keep.
 CORPUS_KEYS = ("corpus_path", "hub_path", "hub_name", "hub_split", "corpus_format", "columns", "encoding",

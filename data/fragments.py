@@ -18,6 +18,7 @@ import random
 import re
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NamedTuple
 
 from data.ibm2 import NO_SOURCE, guide
@@ -26,6 +27,7 @@ WORD = re.compile(r"\w[\w'’-]*|[^\w\s]")  # a word (apostrophes and hyphens in
 LONGEST = 4  # source words of a phrase
 SHORT_ENTRY = 2  # source words of an entry kept whole
 COMMON = 100  # the source side's most frequent words ("the", "is"): a phrase holds another word too
+LABELS = Path(__file__).parent / "labels"  # everyday labels with their accepted translations, a file a pair
 
 
 class Fragment(NamedTuple):
@@ -33,7 +35,7 @@ class Fragment(NamedTuple):
 
     source: str
     references: list[str]
-    kind: str
+    kind: str  # "entry", "phrase" or "label"
 
 
 def words(text: str) -> list[re.Match]:
@@ -138,3 +140,17 @@ def short_pairs(sources: Sequence[str], targets: Sequence[str], share: float, se
             source, target = map(capitalized, cut) if len(found) % 2 else cut
             found.append((source + source_stop, target + target_stop))
     return found
+
+
+def labels(source_lang: str, target_lang: str) -> list[Fragment]:
+    """The shipped everyday labels of the pair (``data/labels/<a>-<b>.tsv``, read in either direction): each one's
+    first form in the source language, every accepted form in the target's; none for a pair without a list."""
+    path = next((LABELS / f"{a}-{b}.tsv" for a, b in ((source_lang, target_lang), (target_lang, source_lang))
+                 if (LABELS / f"{a}-{b}.tsv").is_file()), None)
+    if path is None:
+        return []
+    rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines() if not line.startswith("#")]
+    source, target = rows[0].index(source_lang), rows[0].index(target_lang)  # the header names the columns
+    forms = [[[form.strip() for form in row[source].split("|")], [form.strip() for form in row[target].split("|")]]
+             for row in rows[1:] if len(row) == len(rows[0])]
+    return [Fragment(sources[0], targets, "label") for sources, targets in forms]

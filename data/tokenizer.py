@@ -5,12 +5,19 @@ with no unknown token, and decoding gives the text back byte for byte, spacing i
 One joint vocabulary for the source and target languages by default (so embeddings can be shared); separate
 vocabularies as an option. With copy slots (``data/copy_slots.py``), names and numbers are slot
 tokens of their own. Saved as ``tokenizer.json`` (joint) or ``tokenizer.src.json`` +
-``tokenizer.tgt.json``, and ``copy_slots.json``, next to the checkpoints.
+``tokenizer.tgt.json``, ``copy_slots.json`` and ``truecase.json``, next to the checkpoints.
+
+One spelling per word: every line is read with a leading space, as a word inside a sentence stands (" Kitchen"
+alone as in "the kitchen" reads ``Ġkitchen``, the way SentencePiece writes "▁"), and its first word in the case
+the training split writes it inside sentences (``data/truecase.py``); writing a translation drops the space
+(the decoder's ``Strip``, in tokenizer.json) and gives the first letter back its capital. A tokenizer trained
+before reads lines as they are: its tokenizer.json has no ``Strip``, its folder no ``truecase.json``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -19,6 +26,8 @@ from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre
 
 from data.copy_slots import FILE as SLOTS_FILE
 from data.copy_slots import SLOT_TOKENS, CopySlots
+from data.truecase import FILE as TRUECASE_FILE
+from data.truecase import Truecaser
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = [PAD, BOS, EOS, UNK]  # ids 0, 1, 2, 3
@@ -70,8 +79,14 @@ def tokenizer_fingerprint(folder: str | os.PathLike) -> str:
     """sha256 of the tokenizer file(s) in ``folder``: stored in checkpoints so a mismatch is caught."""
     folder = Path(folder)
     files = [folder / JOINT_FILE] if (folder / JOINT_FILE).is_file() else [folder / SRC_FILE, folder / TGT_FILE]
-    files += [folder / SLOTS_FILE] if (folder / SLOTS_FILE).is_file() else []
+    files += [folder / name for name in (SLOTS_FILE, TRUECASE_FILE) if (folder / name).is_file()]
     return hashlib.sha256(b"".join(f.read_bytes() for f in files)).hexdigest()
+
+
+def reads_spaced(tokenizer: Tokenizer) -> bool:
+    """``tokenizer`` reads every line with a leading space: its decoder drops one (trained with ``train_bpe``)."""
+    decoder = json.loads(tokenizer.to_str()).get("decoder") or {}
+    return any(step.get("type") == "Strip" for step in decoder.get("decoders") or [])
 
 
 def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2,
@@ -84,7 +99,9 @@ def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int =
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.pre_tokenizer = (pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
                                if split_digits else byte_level)
-    tokenizer.decoder = decoders.ByteLevel()
+    # The line's leading space is ours to add (``TranslationTokenizer``), not the pre-tokenizer's: ByteLevel's
+    # add_prefix_space would add one after every slot token too ("<name1>!" read as "<name1> !").
+    tokenizer.decoder = decoders.Sequence([decoders.ByteLevel(), decoders.Strip(" ", 1, 0)])
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size - len(slot_tokens),
         min_frequency=min_frequency,
@@ -92,7 +109,7 @@ def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int =
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),  # all 256 bytes: nothing is unknown
         show_progress=False,
     )
-    tokenizer.train_from_iterator(texts, trainer=trainer)
+    tokenizer.train_from_iterator((f" {text}" for text in texts), trainer=trainer)
     tokenizer.add_tokens([AddedToken(token, normalized=False) for token in slot_tokens])  # kept when decoding
     return tokenizer
 
@@ -100,9 +117,11 @@ def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int =
 class TranslationTokenizer:
     """Source and target tokenizers (the same object for a joint vocabulary), special ids, copy slots."""
 
-    def __init__(self, src: Tokenizer, tgt: Tokenizer | None = None, slots: CopySlots | None = None) -> None:
-        self.src, self.tgt, self.slots = src, tgt or src, slots
+    def __init__(self, src: Tokenizer, tgt: Tokenizer | None = None, slots: CopySlots | None = None,
+                 truecaser: Truecaser | None = None) -> None:
+        self.src, self.tgt, self.slots, self.truecaser = src, tgt or src, slots, truecaser
         self.joint = tgt is None or tgt is src
+        self.spaced = reads_spaced(self.src)  # every line read with a leading space (trained with train_bpe)
         ids = [self.tgt.token_to_id(t) for t in SPECIAL_TOKENS]
         if ids != [0, 1, 2, 3] or [self.src.token_to_id(t) for t in SPECIAL_TOKENS] != ids:
             raise ValueError(f"tokenizer special tokens must be {SPECIAL_TOKENS} with ids 0-3, got {ids}")
@@ -113,13 +132,17 @@ class TranslationTokenizer:
               split_digits: bool = False, copy_slots: bool = False) -> "TranslationTokenizer":
         pairs = list(pairs)
         slots = CopySlots.learn(pairs) if copy_slots else None
-        if slots:  # BPE learns the text the model will read: slots where names and numbers were
+        truecaser = Truecaser.learn(pairs)
+        # BPE learns the text the model will read: first words in their usual case, slots for names and numbers
+        pairs = [(truecaser.read(s, "src"), truecaser.read(t, "tgt")) for s, t in pairs]
+        if slots:
             pairs = [(slots.mask(s, held), slots.mask(t, held)) for s, t in pairs for held in [slots.pair_slots(s, t)]]
         options = {"split_digits": split_digits, "slot_tokens": SLOT_TOKENS if slots else []}
         if joint:
-            return cls(train_bpe([text for pair in pairs for text in pair], vocab_size, **options), slots=slots)
+            return cls(train_bpe([text for pair in pairs for text in pair], vocab_size, **options), None, slots,
+                       truecaser)
         return cls(train_bpe([s for s, _ in pairs], vocab_size, **options),
-                   train_bpe([t for _, t in pairs], vocab_size, **options), slots)
+                   train_bpe([t for _, t in pairs], vocab_size, **options), slots, truecaser)
 
     @property
     def src_vocab_size(self) -> int:
@@ -129,11 +152,20 @@ class TranslationTokenizer:
     def tgt_vocab_size(self) -> int:
         return self.tgt.get_vocab_size()
 
+    def read(self, texts: list[str], side: str = "src") -> list[str]:
+        """``texts`` as the model reads them: each one's first word in its usual case (``data/truecase.py``)."""
+        return [self.truecaser.read(text, side) for text in texts] if self.truecaser else texts
+
+    def _encoded(self, tokenizer: Tokenizer, texts: list[str]) -> list[list[int]]:
+        """Ids of ``texts``, each read with a leading space where the tokenizer was trained so."""
+        return [e.ids for e in tokenizer.encode_batch([f" {text}" for text in texts] if self.spaced else texts)]
+
     def encode_src(self, texts: list[str]) -> list[list[int]]:
         """Source ids end with EOS: ``tokens + [eos]``; with copy slots, every name and number a slot."""
+        texts = self.read(texts)
         if self.slots:
             texts = [self.slots.mask(text, self.slots.entities(text)) for text in texts]
-        return [e.ids + [self.eos_id] for e in self.src.encode_batch(texts)]
+        return [ids + [self.eos_id] for ids in self._encoded(self.src, texts)]
 
     def capitalized_inside(self, word: str) -> bool:
         """Inside a sentence the training text writes ``word`` (``Tom``, ``London``) capitalized: a name its
@@ -158,23 +190,28 @@ class TranslationTokenizer:
 
     def encode_tgt(self, texts: list[str]) -> list[list[int]]:
         """Target ids without BOS/EOS; the collator adds them (decoder input / output)."""
-        return [e.ids for e in self.tgt.encode_batch(texts)]
+        return self._encoded(self.tgt, texts)
 
     def encode_pairs(self, sources: list[str], targets: list[str], training: bool) -> tuple[list, list]:
         """Source and target ids of pairs. Copy slots: a training pair's for what both sides hold verbatim,
         an evaluation pair's for every name and number of its source, as in translation."""
+        sources, targets = self.read(sources), self.read(targets, "tgt")
         if self.slots:
             held = [self.slots.pair_slots(s, t if training else None) for s, t in zip(sources, targets)]
             targets = [self.slots.mask(t, slots) for t, slots in zip(targets, held)]
             sources = [self.slots.mask(s, slots) for s, slots in zip(sources, held)]
-        return [e.ids + [self.eos_id] for e in self.src.encode_batch(sources)], self.encode_tgt(targets)
+        return [ids + [self.eos_id] for ids in self._encoded(self.src, sources)], self.encode_tgt(targets)
 
     def decode_tgt(self, ids: list[list[int]], sources: list[str] | None = None) -> list[str]:
-        """Target text; with copy slots and the ``sources``, each slot replaced by what it stands for."""
+        """Target text; given the ``sources``, each slot replaced by what it stands for and the first letter
+        capitalized where the source's is."""
         texts = self.tgt.decode_batch(ids, skip_special_tokens=True)
-        if self.slots and sources is not None:
-            texts = [self.slots.restore(text, self.slots.entities(src), src) for text, src in zip(texts, sources)]
-        return texts
+        if sources is None:
+            return texts
+        if self.slots:
+            read = self.read(sources)  # the slots' entities as the source was read
+            texts = [self.slots.restore(text, self.slots.entities(src), src) for text, src in zip(texts, read)]
+        return [Truecaser.written(text, src) for text, src in zip(texts, sources)] if self.truecaser else texts
 
     def src_tokens(self, ids: list[int]) -> list[str]:
         """Readable source pieces of ``ids``, for attention-map axes."""
@@ -190,14 +227,15 @@ class TranslationTokenizer:
         files = {JOINT_FILE: self.src} if self.joint else {SRC_FILE: self.src, TGT_FILE: self.tgt}
         for name, tokenizer in files.items():
             tokenizer.save(str(folder / name))
-        return [folder / name for name in files] + ([self.slots.save(folder)] if self.slots else [])
+        return [folder / name for name in files] + [part.save(folder) for part in (self.slots, self.truecaser) if part]
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> "TranslationTokenizer":
         folder = Path(folder)
-        slots = CopySlots.load(folder)  # None for a tokenizer trained without them
+        slots, truecaser = CopySlots.load(folder), Truecaser.load(folder)  # None: trained without them
         if (folder / JOINT_FILE).is_file():
-            return cls(Tokenizer.from_file(str(folder / JOINT_FILE)), slots=slots)
+            return cls(Tokenizer.from_file(str(folder / JOINT_FILE)), None, slots, truecaser)
         if (folder / SRC_FILE).is_file() and (folder / TGT_FILE).is_file():
-            return cls(Tokenizer.from_file(str(folder / SRC_FILE)), Tokenizer.from_file(str(folder / TGT_FILE)), slots)
+            return cls(Tokenizer.from_file(str(folder / SRC_FILE)), Tokenizer.from_file(str(folder / TGT_FILE)), slots,
+                       truecaser)
         raise FileNotFoundError(f"no tokenizer in {folder}: expected {JOINT_FILE} (or {SRC_FILE} + {TGT_FILE})")

@@ -64,21 +64,21 @@ def test_the_tokenizer_reads_slots_as_single_tokens_and_fills_them_from_the_sour
     tokenizer = TranslationTokenizer.train(PAIRS, vocab_size=300, copy_slots=True)
     assert tokenizer.src_vocab_size == 300 and tokenizer.slots is not None  # the slots count in the size
     ids = tokenizer.encode_src(["Katarzyna has 530 cats."])[0]
-    assert tokenizer.src_tokens(ids)[0] == "<name1>" and "<num1>" in tokenizer.src_tokens(ids)
+    assert tokenizer.src_tokens(ids)[:2] == ["▁", "<name1>"] and "<num1>" in tokenizer.src_tokens(ids)  # its space
     spanish = tokenizer.encode_tgt(["<name1> tiene <num1> gatos."])
     assert tokenizer.decode_tgt(spanish, ["Katarzyna has 530 cats."]) == ["Katarzyna tiene 530 gatos."]
     # Training pairs: a slot only where the target holds the entity; evaluation: every entity of the source.
     pairs = [(f"Mary has 3 cats{'!' * n}", f"Mary tiene tres gatos{'!' * n}") for n in range(8)]
     slotted = next((s, t) for s, t in pairs if tokenizer.slots.pair_slots(s, t))  # not in the unslotted share
     src, tgt = tokenizer.encode_pairs([slotted[0]], [slotted[1]], training=True)
-    name_slot = tokenizer.src_tokens(src[0])[0]
+    name_slot = tokenizer.src_tokens(src[0])[1]
     assert name_slot in SLOT_TOKENS and not any(t.startswith("<num") for t in tokenizer.src_tokens(src[0]))
-    assert tokenizer.src_tokens(tgt[0])[0] == name_slot
+    assert tokenizer.src_tokens(tgt[0])[1] == name_slot
     src, _ = tokenizer.encode_pairs(["Mary has 3 cats."], ["Mary tiene tres gatos."], training=False)
     assert "<num1>" in tokenizer.src_tokens(src[0])
 
     saved = tokenizer.save(tmp_path / "run")
-    assert [f.name for f in saved] == ["tokenizer.json", FILE]
+    assert [f.name for f in saved] == ["tokenizer.json", FILE, "truecase.json"]
     loaded = TranslationTokenizer.load(tmp_path / "run")
     assert loaded.slots.copied == tokenizer.slots.copied
     assert loaded.encode_src(["Katarzyna has 530 cats."]) == [ids]
@@ -90,7 +90,7 @@ def test_a_tokenizer_trained_without_slots_reads_names_as_text(tmp_path):
     loaded = TranslationTokenizer.load(tmp_path)
     assert loaded.slots is None and not (tmp_path / FILE).exists()
     tokens = loaded.src_tokens(loaded.encode_src(["Katarzyna has 530 cats."])[0])
-    assert not set(tokens) & set(SLOT_TOKENS) and "".join(tokens).startswith("Katarzyna")
+    assert not set(tokens) & set(SLOT_TOKENS) and "".join(tokens).startswith("▁Katarzyna")
     assert loaded.decode_tgt(loaded.encode_tgt(["Tom tiene 530 gatos."]), ["Tom has 530 cats."]) == \
         ["Tom tiene 530 gatos."]
 

@@ -29,7 +29,12 @@ from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 asked = json.loads(sys.stdin.read())
 tokenizer = AutoTokenizer.from_pretrained(asked["folder"])
 model = AutoModelForSeq2SeqLM.from_pretrained(asked["folder"]).eval()
-ids = [tokenizer(s)["input_ids"] for s in asked["sentences"]]
+# What the model card asks of a caller: the first word lowered where truecase.json lists it, the capital given back.
+lower = set(json.load(open(asked["folder"] + "/truecase.json", encoding="utf-8"))["src"])
+def read(sentence):
+    first, rest = sentence.split(" ", 1)
+    return (first.lower() if first.lower() in lower else first) + " " + rest
+ids = [tokenizer(read(s))["input_ids"] for s in asked["sentences"]]
 with torch.no_grad():
     logits = [model(input_ids=torch.tensor([i]), decoder_input_ids=torch.tensor([d])).logits[0].tolist()
               for i, d in zip(ids, asked["decoder_inputs"])]
@@ -40,7 +45,8 @@ with torch.no_grad():
                           for i, limit in zip(ids, asked["limits"])]
 ours = sorted(name for name in sys.modules if name.split(".")[0] in ("model", "data", "serving"))
 print(json.dumps({"ids": ids, "logits": logits, "searched": searched, "ours": ours,
-                  "decoded": tokenizer.batch_decode(searched["greedy"], skip_special_tokens=True)}))
+                  "decoded": [d[:1].upper() + d[1:] for d in tokenizer.batch_decode(searched["greedy"],
+                                                                                      skip_special_tokens=True)]}))
 """
 
 

@@ -58,7 +58,8 @@ def test_save_and_load(tmp_path, joint):
     pairs = [("hello world", "hola mundo"), ("good night", "buenas noches")] * 20
     tokenizer = TranslationTokenizer.train(pairs, vocab_size=300, joint=joint)
     files = tokenizer.save(tmp_path)
-    assert [f.name for f in files] == (["tokenizer.json"] if joint else ["tokenizer.src.json", "tokenizer.tgt.json"])
+    assert [f.name for f in files] == (["tokenizer.json"] if joint else ["tokenizer.src.json", "tokenizer.tgt.json"]) \
+        + ["truecase.json"]
     loaded = TranslationTokenizer.load(tmp_path)
     assert loaded.joint == joint
     assert loaded.encode_src(["hello night"]) == tokenizer.encode_src(["hello night"])

@@ -95,10 +95,12 @@ def pegasus_config(model: Seq2SeqTransformer, settings: RunSettings):
 def hub_tokenizer(tokenizer: TranslationTokenizer, max_source_tokens: int):
     """Our joint tokenizer as ``transformers`` loads it: ``<eos>`` appended to every source, a source cut to
     ``max_source_tokens`` (its ``<eos>`` kept, as ours does), spaces decoded exactly as they were encoded."""
-    from tokenizers import Tokenizer, processors
+    from tokenizers import Tokenizer, normalizers, processors
     from transformers import PreTrainedTokenizerFast
 
     inner = Tokenizer.from_str(tokenizer.src.to_str())
+    if tokenizer.spaced:  # every line read with a leading space, as ours reads it (its decoder drops it)
+        inner.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Prepend(" ")])
     inner.post_processor = processors.TemplateProcessing(single=f"$A {EOS}", special_tokens=[(EOS, tokenizer.eos_id)])
     inner.enable_truncation(max_length=max_source_tokens)
     return PreTrainedTokenizerFast(tokenizer_object=inner, bos_token=BOS, eos_token=EOS, pad_token=PAD,
@@ -126,6 +128,8 @@ def export_transformers(model: Seq2SeqTransformer, tokenizer: TranslationTokeniz
     folder.mkdir(parents=True, exist_ok=True)
     hub_model.save_pretrained(folder)
     hub_tokenizer(tokenizer, settings.source_limit(model.max_len)).save_pretrained(folder)
+    if tokenizer.truecaser:  # which first words a caller lowers (the model card says how)
+        tokenizer.truecaser.save(folder)
     (folder / "README.md").write_text(model_card(model, settings, checkpoint, folder), encoding="utf-8")
     (folder / EXPORT_FILE).write_text(json.dumps({"checkpoint": str(checkpoint)}), encoding="utf-8")
     return folder

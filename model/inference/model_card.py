@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 from data.tokenizer import JOINT_FILE
+from data.truecase import FILE as TRUECASE_FILE
 from model.inference.run_folder import RunSettings, run_folder_of
 from model.transformer import Seq2SeqTransformer
 
@@ -115,6 +116,10 @@ def model_card(model: Seq2SeqTransformer, settings: RunSettings, checkpoint: Pat
              "numbers and codes may not come through unchanged: the training repository's `translate.py` reads "
              "them as copy slots (`<name1>`, `<num1>`) and fills them in after decoding. Not for anything where a "
              "wrong translation does harm."]
+    if (run / TRUECASE_FILE).is_file():
+        text += ["", "The model reads a sentence's first word as sentences write it inside (`kitchen`, not `Kitchen`; "
+                 "`Tom` stays): lower it where `truecase.json` lists it (`src`), and give the translation's first "
+                 "letter the capital the sentence began with. A word typed alone then reads as the model knows it."]
     pictures = sorted((run / "attention").glob("step_*/cross_sentence0.png"))
     if pictures:
         shutil.copyfile(pictures[-1], folder / "attention.png")

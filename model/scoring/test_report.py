@@ -16,7 +16,7 @@ import lightning as L
 
 from data.atomic_file import atomic_file, write_text_atomically
 from data.copy_cases import cases, copy_shares
-from data.fragments import LONGEST, Fragment, fragments, is_word, words
+from data.fragments import LONGEST, Fragment, fragments, is_word, labels, words
 from data.splits import column
 from model.inference.run_folder import RunSettings
 from model.inference.search_backends import OurSearch
@@ -75,9 +75,15 @@ def scored_short_text(trainer: L.Trainer, pl_module: L.LightningModule, translat
                                                    [f.references for f in short_texts], pl_module.pair.target)
     log.info("short text: %d fragments, chrF %.1f (%.2f of the sentences'), BLEU %.1f, exact %.0f%%",
              short["fragments"], short["chrf"], short["chrf_ratio"] or 0, short["bleu"], 100 * short["exact_match"])
+    typed = labels(pl_module.pair.source, pl_module.pair.target)  # a list of our own: labels, signs, form fields
+    short["labels"] = fragment_scores(translate, typed, pl_module.pair.target, sentence_chrf)
+    metrics = {f"test/fragments_{k}": short[k] for k in ("bleu", "chrf", "exact_match")}
+    if short["labels"]:
+        log.info("labels: %d, exact %.0f%%, chrF %.1f", short["labels"]["fragments"],
+                 100 * short["labels"]["exact_match"], short["labels"]["chrf"])
+        metrics |= {f"test/labels_{k}": short["labels"][k] for k in ("chrf", "exact_match")}
     for logger in trainer.loggers:
-        logger.log_metrics({f"test/fragments_{k}": short[k] for k in ("bleu", "chrf", "exact_match")},
-                           step=trainer.global_step)
+        logger.log_metrics(metrics, step=trainer.global_step)
     return short
 
 
