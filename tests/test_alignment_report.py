@@ -3,7 +3,7 @@ layer and head of a model, and a pair without a gold set."""
 
 import torch
 
-from data.gold_alignments import GoldPair
+from data.gold_alignments import GoldPair, written
 from data.languages import LanguagePair
 from helpers import tiny_model, tokenizer_with_slots
 from model.scoring.alignment_report import alignment_report, alignment_scores, cross_attention, pieces_and_words
@@ -13,11 +13,15 @@ from model.transformer import AttentionMaps
 def test_every_bpe_piece_belongs_to_the_word_it_spells():
     tokenizer = tokenizer_with_slots()
     words = ["Where", "is", "the", "unbelievably", "distant", "station", "?"]
-    ids, owners = pieces_and_words(tokenizer.src, words)
+    ids, owners = pieces_and_words(tokenizer, words)
     assert len(ids) > len(words) and owners == sorted(owners) and set(owners) == set(range(len(words)))
     for index, word in enumerate(words):  # the pieces of each word spell it (with the space before it)
         spelled = tokenizer.src.decode([i for i, owner in zip(ids, owners) if owner == index])
         assert spelled.strip() == word
+    words = ["The", "unbelievably", "distant", "house", "sees", "the", "station", "."]  # no name: no slot
+    ids, owners = pieces_and_words(tokenizer, words)
+    assert ids == tokenizer.encode_src([written(words)[0]])[0][:-1]  # read as a line to translate is: " the ..."
+    assert owners == sorted(owners) and set(owners) == set(range(len(words)))
 
 
 def test_a_name_the_target_holds_is_read_as_its_copy_slot():
@@ -27,7 +31,7 @@ def test_a_name_the_target_holds_is_read_as_its_copy_slot():
                     frozenset({(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)}))
     cross, src_owner, tgt_owner = cross_attention(model, tokenizer, pair)
     slot = tokenizer.src.token_to_id("<name1>")
-    src_ids, _ = pieces_and_words(tokenizer.src, ["<name1>", "sees", "the", "house", "."])
+    src_ids, _ = pieces_and_words(tokenizer, ["<name1>", "sees", "the", "house", "."])
     assert slot in src_ids and src_owner[src_ids.index(slot)] == 0 and src_owner[-1] is None  # EOS: no word
     assert cross.shape == (2, 4, len(tgt_owner), len(src_owner))  # (layers, heads, tgt_pieces, src_pieces)
 
@@ -57,8 +61,8 @@ def test_the_row_that_predicts_each_piece_is_read_and_every_head_is_scored():
     tokenizer = tokenizer_with_slots()
     words = ["unbelievably", "distant", "station", "house", "?"]
     pair = GoldPair(words, words, frozenset((i, i) for i in range(len(words))))
-    src_ids, src_owner = pieces_and_words(tokenizer.src, words)
-    _, tgt_owner = pieces_and_words(tokenizer.tgt, words)
+    src_ids, src_owner = pieces_and_words(tokenizer, words)
+    _, tgt_owner = pieces_and_words(tokenizer, words, "tgt")
     scores = alignment_scores(PointingModel(src_owner, tgt_owner), tokenizer, [pair] * 3)
     assert scores["pairs"] == 3 and scores["best_head"] == {"layer": 2, "head": 1, "aer": 0.0}
     # At EOS (left out), every word falls to the first source word: 1 of 5 links right, AER 1 - 2·1/10.

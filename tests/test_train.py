@@ -248,6 +248,19 @@ def test_a_corpus_that_cannot_be_used_is_one_line(tmp_path, data_cache):
         train_in_process(tmp_path / "run2", tmp_path / "cache", f"data.corpus_path={tmp_path / 'missing.zip'}")
 
 
+def test_a_corpus_nowhere_to_be_found_is_said_in_its_own_words():
+    from data.corpus import CorpusNotFoundError
+    from data.cache import DataCacheError
+    from train import stops_in_one_line
+
+    with pytest.raises(SystemExit, match=r"^train.py: Tatoeba corpus not found and not downloadable\. Put"):
+        with stops_in_one_line():  # an OSError made of a message alone has no strerror: not "train.py: None"
+            raise CorpusNotFoundError("Tatoeba corpus not found and not downloadable. Put spa-eng.zip at ...")
+    with pytest.raises(SystemExit, match=r"^train.py: /cache: cannot build the data cache$"):
+        with stops_in_one_line():  # errno and words: the words alone
+            raise DataCacheError(28, "/cache: cannot build the data cache")
+
+
 def test_a_full_disk_during_training_is_one_error_naming_the_checkpoint(smoke_run, tmp_path, data_cache):
     # The OS refuses to grow a file past 300 kB: the run's small files are written (the data cache is built,
     # by the smoke run), its first checkpoint (weights and optimizer state, ~480 kB) is not.

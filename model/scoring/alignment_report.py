@@ -19,12 +19,15 @@ WHAT_IT_IS = ("where the decoder looked while it predicted each word (the cross-
               "word: an alignment error rate (AER, lower is better) against links a person drew")
 
 
-def pieces_and_words(tokenizer, words: list[str]) -> tuple[list[int], list[int]]:
-    """The token ids of ``words`` written as text, and the word each piece belongs to (its last character's)."""
+def pieces_and_words(tokenizer: TranslationTokenizer, words: list[str], side: str = "src") -> tuple[list[int], list[int]]:
+    """The token ids of ``words`` written as text and read as the model reads a ``side``'s line (its leading space,
+    its first word's usual case), and the word each piece belongs to (its last character's; a lone leading space,
+    the first word's)."""
     text, spans = written(words)
-    encoding = tokenizer.encode(text)
-    starts = [start for start, _ in spans]
-    return encoding.ids, [bisect_right(starts, end - 1) - 1 for _, end in encoding.offsets]
+    lead = " " if tokenizer.spaced else ""
+    encoding = (tokenizer.src if side == "src" else tokenizer.tgt).encode(lead + tokenizer.read([text], side)[0])
+    starts = [start + len(lead) for start, _ in spans]  # (reading keeps every character where it was)
+    return encoding.ids, [max(bisect_right(starts, end - 1) - 1, 0) for _, end in encoding.offsets]
 
 
 def cross_attention(model: Seq2SeqTransformer, tokenizer: TranslationTokenizer,
@@ -37,8 +40,8 @@ def cross_attention(model: Seq2SeqTransformer, tokenizer: TranslationTokenizer,
         held = {entity: slot for entity, slot in tokenizer.slots.entities(written(src_words)[0]).items()
                 if entity in tgt_words}
         src_words, tgt_words = ([tokenizer.slots.mask(word, held) for word in side] for side in (src_words, tgt_words))
-    src_ids, src_owner = pieces_and_words(tokenizer.src, src_words)
-    tgt_ids, tgt_owner = pieces_and_words(tokenizer.tgt, tgt_words)
+    src_ids, src_owner = pieces_and_words(tokenizer, src_words, "src")
+    tgt_ids, tgt_owner = pieces_and_words(tokenizer, tgt_words, "tgt")
     if max(len(src_ids), len(tgt_ids)) + 1 > model.max_len:
         return None
     device = next(model.parameters()).device
