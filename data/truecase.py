@@ -1,15 +1,14 @@
-"""The first word in its usual case: a sentence is read with its first word written as the training split writes
-it inside sentences, and its translation is given back the capital the sentence began with.
+"""The first word in its usual case (Moses' truecasing): a sentence is read with its first word written as the
+training split writes it inside sentences, and its translation gets back the capital the sentence began with.
 
-    "Kitchen"               → "kitchen"               → "cocina"                → "Cocina"
-    "Where is the station?" → "where is the station?" → "¿dónde está la estación?" → "¿Dónde está la estación?"
-    "Tom is tall."          → "Tom is tall."  (inside a sentence the corpus writes "Tom")
+    "Kitchen"      → "kitchen"      → "cocina"        → "Cocina"
+    "Where is it?" → "where is it?" → "¿dónde está?"  → "¿Dónde está?"
+    "Tom is tall." → "Tom is tall." (inside a sentence the corpus writes "Tom")
 
-Without it, a word typed alone ("Kitchen") is spelled as the corpus' sentences almost never begin, while the same
-word inside a sentence ("the kitchen") is what the model knows: every first word would be learned twice. This is
-Moses' truecasing: the counts are the training split's words inside sentences (never a line's first word), one
-table a side; a word it never holds inside a sentence, or holds capitalized more often than not, stays as typed.
-Saved as ``truecase.json`` beside the tokenizer; a tokenizer without it (trained before) reads lines as they are.
+Without it, a word typed alone is spelled as the corpus' sentences almost never begin ("Kitchen"), while the word
+the model knows is the one inside them ("the kitchen"): every first word would be learned twice. The counts are
+the training split's words inside sentences, one table a side; a word it never holds inside a sentence, or holds
+capitalized more often than not, stays as typed. Saved as ``truecase.json`` beside the tokenizer.
 """
 
 from __future__ import annotations
@@ -22,18 +21,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 FILE = "truecase.json"
-FIRST_WORD = re.compile(r"^[^\w]*?([^\W\d_]+)")  # the line's first word (its letters), after quotes or ¿ ¡
+# The line's first word after quotes or ¿ ¡: its letters, then what hyphens and apostrophes join to it ("O'Neill")
+FIRST_WORD = re.compile(r"^[^\w]*?([^\W\d_]+)((?:['’-][^\W\d_]+)*)")
 INSIDE = re.compile(r"(?<![.!?…:]\s)(?<=\s)[^\W\d_]+")  # a word after a space, unless a sentence ends before it
-
-
-def usual_case(counts: Counter) -> set[str]:
-    """Words (lowered) a side writes in lower case inside sentences more often than capitalized."""
-    return {word for word, lower in counts.items() if word.islower() and lower > counts.get(word.capitalize(), 0)}
-
-
-def inside_words(text: str) -> list[str]:
-    """The words of ``text`` that stand inside a sentence: after a space and not after a sentence's end."""
-    return INSIDE.findall(text)
 
 
 class Truecaser:
@@ -44,35 +34,34 @@ class Truecaser:
 
     @classmethod
     def learn(cls, pairs: Iterable[tuple[str, str]]) -> "Truecaser":
-        """Counted over ``(source, target)`` training pairs, inside sentences only."""
-        source, target = Counter(), Counter()
-        for src, tgt in pairs:
-            source.update(inside_words(src))
-            target.update(inside_words(tgt))
-        return cls(usual_case(source), usual_case(target))
+        """Counted over ``(source, target)`` training pairs, inside sentences only: the words written in lower
+        case more often than capitalized."""
+        counts = (Counter(), Counter())
+        for pair in pairs:
+            for count, text in zip(counts, pair):
+                count.update(INSIDE.findall(text))
+        return cls(*({word for word, n in count.items() if word.islower() and n > count[word.capitalize()]}
+                     for count in counts))
 
     def read(self, text: str, side: str = "src") -> str:
-        """``text`` with its first word lowered where the ``side`` writes it lowered inside a sentence; a word in
-        capitals or with an inner capital ("USA", "iPad"), and a name ("Tom"), stays as typed."""
+        """``text`` with its first word lowered where the ``side`` writes it so inside sentences; a word in
+        capitals or with an inner capital ("USA", "iPad", "O'Neill"), or a name ("Tom"), stays as typed."""
         match = FIRST_WORD.match(text)
-        if match is None:
+        word, joined = match.groups() if match else ("", "")
+        lowered = word[:1].lower() + word[1:]
+        if word == lowered or len(lowered) != len(word) or (word + joined)[1:] != (word + joined)[1:].lower() \
+                or word.lower() not in self.lower[side]:  # O'Neill, Marie-Claire: a joined name
             return text
-        word, start = match.group(1), match.start(1)
-        lowered = word[0].lower() + word[1:]
-        if word[0] == lowered[0] or len(lowered) != len(word) or word[1:] != word[1:].lower() \
-                or word.lower() not in self.lower[side]:
-            return text
-        return text[:start] + lowered + text[start + len(word):]
+        return text[: match.start(1)] + lowered + text[match.end(1) :]
 
     @staticmethod
     def written(translation: str, source: str) -> str:
-        """A ``translation`` given the capital its ``source`` began with (its first letter capitalized where the
-        source's first letter is a capital), as a sentence is written."""
+        """``translation`` with its first letter a capital where its ``source``'s first letter is one."""
         first = next((c for c in source if c.isalpha()), "")
         at = next((i for i, c in enumerate(translation) if c.isalpha()), None)
         if not first.isupper() or at is None or len(translation[at].upper()) != 1:
             return translation
-        return translation[:at] + translation[at].upper() + translation[at + 1:]
+        return translation[:at] + translation[at].upper() + translation[at + 1 :]
 
     def save(self, folder: str | os.PathLike) -> Path:
         path = Path(folder) / FILE

@@ -69,3 +69,16 @@ def test_short_pairs_learned_are_cut_from_training_pairs_never_from_validation_o
     assert all(not number(s) & held_out and any(s.lower().rstrip(".") in t.lower() for t in sentences) for s in short)
     assert any(number(s) for s in short) and any(s[0].isupper() for s in short) and any(s[0].islower() for s in short)
     assert all(s.endswith(".") for s in short)  # read with a stop, as a bare piece is when translated
+
+
+def test_the_shipped_labels_are_read_in_either_direction_every_row_with_its_translations():
+    from data.fragments import LABELS, Fragment, labels
+
+    rows = [line for line in (LABELS / "en-es.tsv").read_text(encoding="utf-8").splitlines()
+            if not line.startswith("#")][1:]
+    english, spanish = labels("en", "es"), labels("es", "en")
+    assert len(english) == len(spanish) == len(rows) >= 60  # no row lost to a bad line
+    assert english[0] == Fragment("Kitchen", ["Cocina", "La cocina"], "label")
+    assert spanish[0] == Fragment("Cocina", ["Kitchen"], "label")
+    assert all(f.source and all(f.references) and f.kind == "label" for f in english + spanish)
+    assert labels("en", "nl") == []  # a pair without a list

@@ -5,7 +5,7 @@ from tokenizers import decoders
 from data.tokenizer import TranslationTokenizer, reads_spaced, tokenizer_fingerprint
 from data.truecase import Truecaser
 
-PAIRS = [("The kitchen is clean.", "La cocina está limpia."), ("Tom is in the kitchen.", "Tom está en la cocina."),
+PAIRS = [("The kitchen is clean.", "La cocina está limpia."), ("It's ten o'clock, well-known.", "Son las diez."), ("Tom is in the kitchen.", "Tom está en la cocina."),
          ("I saw Tom there.", "Vi a Tom allí."), ("It is important.", "Es importante."),
          ("Where is the station?", "¿Dónde está la estación?"), ("Tell me where it is.", "Dime dónde está."),
          ("We went to the USA.", "Fuimos a los USA."), ("Kitchen. Where?", "Cocina. ¿Dónde?")] * 4
@@ -22,6 +22,8 @@ def test_the_first_word_is_read_as_the_split_writes_it_inside_sentences():
     assert truecaser.read("USA") == "USA" and truecaser.read("KITCHEN") == "KITCHEN"  # capitals stay
     assert truecaser.read("Zorblax is here.") == "Zorblax is here."  # never seen inside: as typed
     assert truecaser.read("3 kitchens") == "3 kitchens"
+    assert truecaser.read("O'Neill is here.") == "O'Neill is here."  # "o" of "o'clock" is a word, O'Neill a name
+    assert truecaser.read("It's clean.") == "it's clean." and truecaser.read("Well-known") == "well-known"
     assert truecaser.read("¿Dónde está?", "tgt") == "¿dónde está?"
     assert truecaser.read("Dónde", "src") == "Dónde"  # each side its own table
     # "Where" after a sentence's end is a first word too: not counted as written inside
