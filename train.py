@@ -126,7 +126,7 @@ def stops_in_one_line(search: bool = False) -> Iterator[None]:
         if search:
             raise
         raise SystemExit(f"train.py: {error}") from None
-    except STOPS_WITH_ONE_LINE as error:  # an OSError's own words, without its errno (made of words alone: them)
+    except STOPS_WITH_ONE_LINE as error:  # an OSError's own words, without its errno (one made of a message alone: its message)
         raise SystemExit(f"train.py: {getattr(error, 'strerror', None) or error}") from None
     except TrainingInterrupted as stop:
         if first_rank():  # every rank stopped and saved together: one line says it

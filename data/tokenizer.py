@@ -84,7 +84,7 @@ def tokenizer_fingerprint(folder: str | os.PathLike) -> str:
 
 
 def reads_spaced(tokenizer: Tokenizer) -> bool:
-    """``tokenizer`` reads every line with a leading space: its decoder drops one (trained with ``train_bpe``)."""
+    """``tokenizer`` reads every line with a leading space: its decoder drops one (``train_bpe``'s since then)."""
     decoder = json.loads(tokenizer.to_str()).get("decoder") or {}
     return any(step.get("type") == "Strip" for step in decoder.get("decoders") or [])
 
@@ -134,7 +134,7 @@ class TranslationTokenizer:
         slots = CopySlots.learn(pairs) if copy_slots else None
         truecaser = Truecaser.learn(pairs)
         # BPE learns the text the model will read: first words in their usual case, slots for names and numbers
-        pairs = [(truecaser.read(s, "src"), truecaser.read(t, "tgt")) for s, t in pairs]
+        pairs = [(truecaser.truecased(s, "src"), truecaser.truecased(t, "tgt")) for s, t in pairs]
         if slots:
             pairs = [(slots.mask(s, held), slots.mask(t, held)) for s, t in pairs for held in [slots.pair_slots(s, t)]]
         options = {"split_digits": split_digits, "slot_tokens": SLOT_TOKENS if slots else []}
@@ -152,9 +152,9 @@ class TranslationTokenizer:
     def tgt_vocab_size(self) -> int:
         return self.tgt.get_vocab_size()
 
-    def read(self, texts: list[str], side: str = "src") -> list[str]:
+    def truecased(self, texts: list[str], side: str = "src") -> list[str]:
         """``texts`` as the model reads them: each one's first word in its usual case (``data/truecase.py``)."""
-        return [self.truecaser.read(text, side) for text in texts] if self.truecaser else texts
+        return [self.truecaser.truecased(text, side) for text in texts] if self.truecaser else texts
 
     def _encoded(self, tokenizer: Tokenizer, texts: list[str]) -> list[list[int]]:
         """Ids of ``texts``, each read with a leading space where the tokenizer was trained so."""
@@ -162,7 +162,7 @@ class TranslationTokenizer:
 
     def encode_src(self, texts: list[str]) -> list[list[int]]:
         """Source ids end with EOS: ``tokens + [eos]``; with copy slots, every name and number a slot."""
-        texts = self.read(texts)
+        texts = self.truecased(texts)
         if self.slots:
             texts = [self.slots.mask(text, self.slots.entities(text)) for text in texts]
         return [ids + [self.eos_id] for ids in self._encoded(self.src, texts)]
@@ -189,13 +189,14 @@ class TranslationTokenizer:
         return self.slots.knows(word) if self.slots else True
 
     def encode_tgt(self, texts: list[str]) -> list[list[int]]:
-        """Target ids without BOS/EOS; the collator adds them (decoder input / output)."""
+        """Target ids without BOS/EOS (the collator adds them: decoder input / output) of ``texts`` as the model
+        writes them: a training target's first word is truecased by ``encode_pairs``, not here."""
         return self._encoded(self.tgt, texts)
 
     def encode_pairs(self, sources: list[str], targets: list[str], training: bool) -> tuple[list, list]:
         """Source and target ids of pairs. Copy slots: a training pair's for what both sides hold verbatim,
         an evaluation pair's for every name and number of its source, as in translation."""
-        sources, targets = self.read(sources), self.read(targets, "tgt")
+        sources, targets = self.truecased(sources), self.truecased(targets, "tgt")
         if self.slots:
             held = [self.slots.pair_slots(s, t if training else None) for s, t in zip(sources, targets)]
             targets = [self.slots.mask(t, slots) for t, slots in zip(targets, held)]
@@ -209,9 +210,9 @@ class TranslationTokenizer:
         if sources is None:
             return texts
         if self.slots:
-            read = self.read(sources)  # the slots' entities as the source was read
-            texts = [self.slots.restore(text, self.slots.entities(src), src) for text, src in zip(texts, read)]
-        return [Truecaser.written(text, src) for text, src in zip(texts, sources)] if self.truecaser else texts
+            truecased = self.truecased(sources)  # the slots' entities as the model read the source
+            texts = [self.slots.restore(text, self.slots.entities(src), src) for text, src in zip(texts, truecased)]
+        return [Truecaser.recapitalized(text, src) for text, src in zip(texts, sources)] if self.truecaser else texts
 
     def src_tokens(self, ids: list[int]) -> list[str]:
         """Readable source pieces of ``ids``, for attention-map axes."""

@@ -43,7 +43,7 @@ class Truecaser:
         return cls(*({word for word, n in count.items() if word.islower() and n > count[word.capitalize()]}
                      for count in counts))
 
-    def read(self, text: str, side: str = "src") -> str:
+    def truecased(self, text: str, side: str = "src") -> str:
         """``text`` with its first word lowered where the ``side`` writes it so inside sentences; a word in
         capitals or with an inner capital ("USA", "iPad", "O'Neill"), or a name ("Tom"), stays as typed."""
         match = FIRST_WORD.match(text)
@@ -55,17 +55,21 @@ class Truecaser:
         return text[: match.start(1)] + lowered + text[match.end(1) :]
 
     @staticmethod
-    def written(translation: str, source: str) -> str:
-        """``translation`` with its first letter a capital where its ``source``'s first letter is one."""
-        first = next((c for c in source if c.isalpha()), "")
-        at = next((i for i, c in enumerate(translation) if c.isalpha()), None)
-        if not first.isupper() or at is None or len(translation[at].upper()) != 1:
+    def recapitalized(translation: str, source: str) -> str:
+        """``translation`` with its first word capitalized unless its ``source`` begins with a lower-case letter (as
+        typed: "where is it?"): a capital, a digit or a script without case begins a sentence as written. A first
+        word with a capital or a digit already ("iPhone", "20") stays as it is."""
+        first = next((c for c in source if c.isalnum()), "")
+        match = re.search(r"\w+", translation)
+        if first.islower() or match is None or not match.group().isalpha() or not match.group().islower():
             return translation
+        at = match.start()
         return translation[:at] + translation[at].upper() + translation[at + 1 :]
 
     def save(self, folder: str | os.PathLike) -> Path:
         path = Path(folder) / FILE
-        path.write_text(json.dumps({side: sorted(words) for side, words in self.lower.items()}, ensure_ascii=False))
+        path.write_text(json.dumps({side: sorted(words) for side, words in self.lower.items()}, ensure_ascii=False),
+                        encoding="utf-8")
         return path
 
     @classmethod

@@ -13,6 +13,7 @@ from omegaconf import DictConfig, OmegaConf
 from data.datamodule import CORPUS_KEYS
 from data.languages import pair_of
 from data.tokenizer import tokenizer_fingerprint
+from data.truecase import FILE as TRUECASE_FILE
 from runtime.stop_and_clock import max_time_seconds, resume_point
 
 log = logging.getLogger("train")
@@ -61,7 +62,9 @@ def check_run_folder(cfg: DictConfig, run_dir: Path, model_config: dict, tokeniz
     averages = lambda config: bool((config.get("callbacks") or {}).get("weight_averaging"))  # noqa: E731
     differ += ["averaging"] if averages(old) != averages(cfg) else []  # which weights last.ckpt's state_dict holds
     if not differ and tokenizer_fingerprint(run_dir) != tokenizer_fingerprint(tokenizer_folder):
-        differ.append("the tokenizer (tokenizer.json)")
+        before = not (run_dir / TRUECASE_FILE).is_file() and (tokenizer_folder / TRUECASE_FILE).is_file()
+        differ.append("the tokenizer (tokenizer.json" + (": this run's reads lines as they are, from before every line "
+                      "was read with a leading space and its first word in its usual case" if before else "") + ")")
     if differ:
         raise SettingsError(f"{run_dir} holds a run with other settings ({', '.join(differ)}): continue it with "
                             f"its own settings ({saved}), or start a new run folder (hydra.run.dir=...)")

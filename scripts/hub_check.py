@@ -17,6 +17,7 @@ from pathlib import Path
 
 from data.copy_slots import CopySlots
 from data.entities import contains, tokens
+from data.truecase import Truecaser
 
 
 def read_rows(run: Path) -> list[tuple[str, str, list[str]]]:
@@ -29,20 +30,23 @@ def read_rows(run: Path) -> list[tuple[str, str, list[str]]]:
 
 
 def generated(folder: Path, sources: list[str], batch_size: int = 32) -> list[str]:
-    """``generate()`` on raw ``sources``, batched by length, in input order."""
+    """``generate()`` on raw ``sources`` (with the card's two steps around it), batched by length, in input order."""
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
     tokenizer, model = AutoTokenizer.from_pretrained(folder), AutoModelForSeq2SeqLM.from_pretrained(folder).eval()
+    truecaser = Truecaser.load(folder)  # the card's steps: the first word as sentences write it inside, then its capital
+    read = [truecaser.truecased(source) for source in sources] if truecaser else sources
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
     outputs = [""] * len(sources)
     with torch.inference_mode():
         for start in range(0, len(order), batch_size):
             batch = order[start : start + batch_size]
-            encoded = tokenizer([sources[i] for i in batch], return_tensors="pt", padding=True, truncation=True)
+            encoded = tokenizer([read[i] for i in batch], return_tensors="pt", padding=True, truncation=True)
             texts = tokenizer.batch_decode(model.generate(**encoded), skip_special_tokens=True)
             for i, text in zip(batch, texts):
                 outputs[i] = " ".join(text.split())
+                outputs[i] = Truecaser.recapitalized(outputs[i], sources[i]) if truecaser else outputs[i]
     return outputs
 
 

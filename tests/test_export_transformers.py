@@ -32,8 +32,8 @@ model = AutoModelForSeq2SeqLM.from_pretrained(asked["folder"]).eval()
 # What the model card asks of a caller: the first word lowered where truecase.json lists it, the capital given back.
 lower = set(json.load(open(asked["folder"] + "/truecase.json", encoding="utf-8"))["src"])
 def read(sentence):
-    first, rest = sentence.split(" ", 1)
-    return (first.lower() if first.lower() in lower else first) + " " + rest
+    first, space, rest = sentence.partition(" ")
+    return (first.lower() if first.lower() in lower else first) + space + rest
 ids = [tokenizer(read(s))["input_ids"] for s in asked["sentences"]]
 with torch.no_grad():
     logits = [model(input_ids=torch.tensor([i]), decoder_input_ids=torch.tensor([d])).logits[0].tolist()
@@ -106,6 +106,7 @@ def test_the_card_says_the_runs_scores_and_how_to_load_it(exported, smoke_run):
     assert f"value: {scores['bleu']:.2f}" in card and f"value: {scores['chrf']:.2f}" in card
     assert scores["bleu_signature"] in card and "AutoModelForSeq2SeqLM.from_pretrained" in card
     assert "python train.py" in card and "CC-BY 2.0 FR" in card
+    assert "where `truecase.json` lists it" in card and (folder / "truecase.json").is_file()  # the caller's two steps
 
 
 @pytest.mark.parametrize("variant, refused", [

@@ -284,6 +284,9 @@ def test_a_run_folder_keeps_its_settings(smoke_run, tmp_path, data_cache):
                             ("data.source_lang=es data.target_lang=en", "data.source_lang / data.target_lang")):
         with pytest.raises(SettingsError, match=f"holds a run with other settings.*{named}"):
             train_in_process(run, data_cache, *override.split())
+    (run / "truecase.json").unlink()  # a run from before lines were read with a leading space, truecased
+    with pytest.raises(SettingsError, match=r"the tokenizer \(tokenizer.json: this run's reads lines as they are"):
+        train_in_process(run, data_cache)
     assert {name: (run / name).read_bytes() for name in before} == before  # nothing overwritten
 
 

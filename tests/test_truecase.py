@@ -5,7 +5,8 @@ from tokenizers import decoders
 from data.tokenizer import TranslationTokenizer, reads_spaced, tokenizer_fingerprint
 from data.truecase import Truecaser
 
-PAIRS = [("The kitchen is clean.", "La cocina está limpia."), ("It's ten o'clock, well-known.", "Son las diez."), ("Tom is in the kitchen.", "Tom está en la cocina."),
+PAIRS = [("The kitchen is clean.", "La cocina está limpia."),
+         ("It's ten o'clock, well-known.", "Son las diez."), ("Tom is in the kitchen.", "Tom está en la cocina."),
          ("I saw Tom there.", "Vi a Tom allí."), ("It is important.", "Es importante."),
          ("Where is the station?", "¿Dónde está la estación?"), ("Tell me where it is.", "Dime dónde está."),
          ("We went to the USA.", "Fuimos a los USA."), ("Kitchen. Where?", "Cocina. ¿Dónde?")] * 4
@@ -13,29 +14,33 @@ PAIRS = [("The kitchen is clean.", "La cocina está limpia."), ("It's ten o'cloc
 
 def test_the_first_word_is_read_as_the_split_writes_it_inside_sentences():
     truecaser = Truecaser.learn(PAIRS)
-    assert truecaser.read("Kitchen") == "kitchen"
-    assert truecaser.read("Important") == "important"
-    assert truecaser.read("Where is the station?") == "where is the station?"
-    assert truecaser.read("\"Where is it?\"") == "\"where is it?\""  # after an opening quote
-    assert truecaser.read("Tom is here.") == "Tom is here."  # a name, capitalized inside sentences
-    assert truecaser.read("I am here.") == "I am here."
-    assert truecaser.read("USA") == "USA" and truecaser.read("KITCHEN") == "KITCHEN"  # capitals stay
-    assert truecaser.read("Zorblax is here.") == "Zorblax is here."  # never seen inside: as typed
-    assert truecaser.read("3 kitchens") == "3 kitchens"
-    assert truecaser.read("O'Neill is here.") == "O'Neill is here."  # "o" of "o'clock" is a word, O'Neill a name
-    assert truecaser.read("It's clean.") == "it's clean." and truecaser.read("Well-known") == "well-known"
-    assert truecaser.read("¿Dónde está?", "tgt") == "¿dónde está?"
-    assert truecaser.read("Dónde", "src") == "Dónde"  # each side its own table
+    assert truecaser.truecased("Kitchen") == "kitchen"
+    assert truecaser.truecased("Important") == "important"
+    assert truecaser.truecased("Where is the station?") == "where is the station?"
+    assert truecaser.truecased("\"Where is it?\"") == "\"where is it?\""  # after an opening quote
+    assert truecaser.truecased("Tom is here.") == "Tom is here."  # a name, capitalized inside sentences
+    assert truecaser.truecased("I am here.") == "I am here."
+    assert truecaser.truecased("USA") == "USA" and truecaser.truecased("KITCHEN") == "KITCHEN"  # capitals stay
+    assert truecaser.truecased("Zorblax is here.") == "Zorblax is here."  # never seen inside: as typed
+    assert truecaser.truecased("3 kitchens") == "3 kitchens"
+    assert truecaser.truecased("O'Neill is here.") == "O'Neill is here."  # "o" of "o'clock" is a word, O'Neill a name
+    assert truecaser.truecased("It's clean.") == "it's clean." and truecaser.truecased("Well-known") == "well-known"
+    assert truecaser.truecased("¿Dónde está?", "tgt") == "¿dónde está?"
+    assert truecaser.truecased("Dónde", "src") == "Dónde"  # each side its own table
     # "Where" after a sentence's end is a first word too: not counted as written inside
     assert "where" in truecaser.lower["src"] and "kitchen" in truecaser.lower["src"]
 
 
 def test_a_translation_gets_back_the_capital_its_source_began_with():
-    assert Truecaser.written("cocina", "Kitchen") == "Cocina"
-    assert Truecaser.written("¿dónde está?", "Where is it?") == "¿Dónde está?"
-    assert Truecaser.written("cocina", "kitchen") == "cocina"  # typed in lower case: left so
-    assert Truecaser.written("Tom está aquí.", "Tom is here.") == "Tom está aquí."
-    assert Truecaser.written("", "Kitchen") == "" and Truecaser.written("530", "Kitchen") == "530"
+    assert Truecaser.recapitalized("cocina", "Kitchen") == "Cocina"
+    assert Truecaser.recapitalized("¿dónde está?", "Where is it?") == "¿Dónde está?"
+    assert Truecaser.recapitalized("cocina", "kitchen") == "cocina"  # typed in lower case: left so
+    assert Truecaser.recapitalized("Tom está aquí.", "Tom is here.") == "Tom está aquí."
+    assert Truecaser.recapitalized("", "Kitchen") == "" and Truecaser.recapitalized("530", "Kitchen") == "530"
+    assert Truecaser.recapitalized("tres gatos están aquí.", "3 cats are here.") == "Tres gatos están aquí."
+    assert Truecaser.recapitalized("where is the kitchen?", "厨房在哪里？") == "Where is the kitchen?"  # no case
+    assert Truecaser.recapitalized("20 personas vinieron.", "Twenty people came.") == "20 personas vinieron."
+    assert Truecaser.recapitalized("iPhone es nuevo.", "The iPhone is new.") == "iPhone es nuevo."
 
 
 def test_a_word_has_the_same_pieces_alone_as_inside_a_sentence(tmp_path):

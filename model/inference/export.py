@@ -150,7 +150,10 @@ def export_ctranslate2(model: Seq2SeqTransformer, tokenizer: TranslationTokenize
     spec.save(str(folder))
     (folder / "README.md").write_text(
         f"# {pair.describe()}, a CTranslate2 export\n\nFrom `{checkpoint}` (quantization {quantization}), by "
-        f"`scripts/export.py`. Tokens are this run's `tokenizer.json` pieces.\n", encoding="utf-8")
+        f"`scripts/export.py`. Tokens are this run's `tokenizer.json` pieces"
+        + (" of each line read with a leading space, its first word lowered where the run's `truecase.json` lists it,"
+           " the translation's first word capitalized again (`translate.py engine=ctranslate2` does all three)"
+           if tokenizer.truecaser else "") + ".\n", encoding="utf-8")
     (folder / EXPORT_FILE).write_text(json.dumps({"checkpoint": str(checkpoint), "quantization": quantization,
                                                   "source_lang": pair.source, "target_lang": pair.target,
                                                   "aligned_head": aligned}),

@@ -118,8 +118,10 @@ def model_card(model: Seq2SeqTransformer, settings: RunSettings, checkpoint: Pat
              "wrong translation does harm."]
     if (run / TRUECASE_FILE).is_file():
         text += ["", "The model reads a sentence's first word as sentences write it inside (`kitchen`, not `Kitchen`; "
-                 "`Tom` stays): lower it where `truecase.json` lists it (`src`), and give the translation's first "
-                 "letter the capital the sentence began with. A word typed alone then reads as the model knows it."]
+                 "`Tom` stays): lower its first letter where its letters (after opening quotes or ¿ ¡, up to an "
+                 "apostrophe or hyphen) are listed in `truecase.json` (`src`) and the rest of the word has no capital; "
+                 "then capitalize the translation's first word unless the sentence began with a lower-case letter. "
+                 "The training repository's `data/truecase.py` does both (`truecased`, `recapitalized`)."]
     pictures = sorted((run / "attention").glob("step_*/cross_sentence0.png"))
     if pictures:
         shutil.copyfile(pictures[-1], folder / "attention.png")

@@ -32,7 +32,7 @@ from model.views.alignment import Links
 class Sentence:
     """One sentence of a line (or a label, or a part of an over-long sentence) as the model read and wrote it."""
 
-    source: str  # what the model read: the sentence, in sentence case where the line was in capitals
+    source: str  # the sentence the model read (in sentence case where the line was in capitals), before truecasing
     text: str  # its translation (copy slots filled), before the line's capitals are given back
     src_ids: list[int]  # as the model read them (truncated, ending in EOS)
     output_ids: list[int]  # as the search produced them (EOS included when it ended)
@@ -136,10 +136,10 @@ class Translator:
         return LineSplitter(pair.source, pair.target, self.tokenizer, self.fits)
 
     def fits(self, text: str) -> bool:
-        """``text`` is read whole: no more source tokens than ``max_source_tokens`` (EOS included; a text of
-        fewer bytes always fits, as byte-level BPE never makes more tokens than bytes)."""
+        """``text`` is read whole: no more source tokens than ``max_source_tokens`` (EOS and the leading space
+        included; a text of fewer bytes always fits, as byte-level BPE never makes more tokens than bytes)."""
         limit = self.max_source_tokens
-        return len(text.encode()) < limit or len(self._source_ids([text])[0]) <= limit
+        return len(text.encode()) + self.tokenizer.spaced < limit or len(self._source_ids([text])[0]) <= limit
 
     def encode(self, texts: list[str]) -> list[list[int]]:
         """Source ids, truncated to the length limit (EOS kept); counted in ``self.truncated``."""

@@ -19,13 +19,13 @@ WHAT_IT_IS = ("where the decoder looked while it predicted each word (the cross-
               "word: an alignment error rate (AER, lower is better) against links a person drew")
 
 
-def pieces_and_words(tokenizer: TranslationTokenizer, words: list[str], side: str = "src") -> tuple[list[int], list[int]]:
+def pieces_and_words(tokenizer: TranslationTokenizer, words: list[str], side: str = "src") -> tuple[list, list]:
     """The token ids of ``words`` written as text and read as the model reads a ``side``'s line (its leading space,
     its first word's usual case), and the word each piece belongs to (its last character's; a lone leading space,
     the first word's)."""
     text, spans = written(words)
     lead = " " if tokenizer.spaced else ""
-    encoding = (tokenizer.src if side == "src" else tokenizer.tgt).encode(lead + tokenizer.read([text], side)[0])
+    encoding = (tokenizer.src if side == "src" else tokenizer.tgt).encode(lead + tokenizer.truecased([text], side)[0])
     starts = [start + len(lead) for start, _ in spans]  # (reading keeps every character where it was)
     return encoding.ids, [max(bisect_right(starts, end - 1) - 1, 0) for _, end in encoding.offsets]
 

@@ -34,7 +34,7 @@ def fragment_scores(translate: Callable[[list[str]], list[str]], fragments: Sequ
         return {"fragments": len(rows), "bleu": round(scores.bleu, 2), "chrf": round(scores.chrf, 2),
                 "exact_match": round(exact, 4)}
 
-    found, kinds = scored(None), dict.fromkeys(("entry", "phrase", *(f.kind for f in fragments)))
+    found, kinds = scored(None), dict.fromkeys(f.kind for f in fragments)
     return {**found, "chrf_ratio": round(found["chrf"] / sentence_chrf, 3) if sentence_chrf > 0 else None,
             "by_kind": {kind: scored(kind) for kind in kinds},
             "examples": {kind: [[f.source, h, f.references[0]] for f, h in zip(fragments, hypotheses)
