@@ -121,7 +121,7 @@ class TranslationTokenizer:
                  truecaser: Truecaser | None = None) -> None:
         self.src, self.tgt, self.slots, self.truecaser = src, tgt or src, slots, truecaser
         self.joint = tgt is None or tgt is src
-        self.spaced = reads_spaced(self.src)  # every line read with a leading space (trained with train_bpe)
+        self.spaced = reads_spaced(self.src)  # every line read with a leading space (as tokenizer.json says)
         ids = [self.tgt.token_to_id(t) for t in SPECIAL_TOKENS]
         if ids != [0, 1, 2, 3] or [self.src.token_to_id(t) for t in SPECIAL_TOKENS] != ids:
             raise ValueError(f"tokenizer special tokens must be {SPECIAL_TOKENS} with ids 0-3, got {ids}")

@@ -63,8 +63,9 @@ def test_fragments(datamodule: L.LightningDataModule, sources: list[str], refere
 
 def scored_short_text(trainer: L.Trainer, pl_module: L.LightningModule, translate: Callable[[list[str]], list[str]],
                       translated: dict[str, Translation], sentence_chrf: float, calibrated: bool) -> dict | None:
-    """The test split's short text scored (``short_text.py``; with the confidence marks, where they were set), said
-    in one line and logged (``test/fragments_bleu``, ``_chrf``, ``_exact_match``)."""
+    """The test split's short text scored (``short_text.py``; with the confidence marks, where they were set), and
+    the pair's shipped labels (``data/labels/``), said in one line each and logged (``test/fragments_bleu``,
+    ``_chrf``, ``_exact_match``; ``test/labels_chrf``, ``_exact_match``)."""
     sources, references = pl_module.texts["test"]
     short_texts = test_fragments(trainer.datamodule, sources, references)
     short = fragment_scores(translate, short_texts, pl_module.pair.target, sentence_chrf)
