@@ -106,7 +106,7 @@ def test_the_card_says_the_runs_scores_and_how_to_load_it(exported, smoke_run):
     assert f"value: {scores['bleu']:.2f}" in card and f"value: {scores['chrf']:.2f}" in card
     assert scores["bleu_signature"] in card and "AutoModelForSeq2SeqLM.from_pretrained" in card
     assert "python train.py" in card and "CC-BY 2.0 FR" in card
-    assert "where `truecase.json` lists it" in card and (folder / "truecase.json").is_file()  # the caller's two steps
+    assert "are listed in `truecase.json`" in card and (folder / "truecase.json").is_file()  # the caller's two steps
 
 
 @pytest.mark.parametrize("variant, refused", [

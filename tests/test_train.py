@@ -284,9 +284,15 @@ def test_a_run_folder_keeps_its_settings(smoke_run, tmp_path, data_cache):
                             ("data.source_lang=es data.target_lang=en", "data.source_lang / data.target_lang")):
         with pytest.raises(SettingsError, match=f"holds a run with other settings.*{named}"):
             train_in_process(run, data_cache, *override.split())
-    (run / "truecase.json").unlink()  # a run from before lines were read with a leading space, truecased
+    from omegaconf import OmegaConf
+
+    from runtime.settings import check_run_folder
+
+    shutil.copytree(run, tmp_path / "now")  # this code's tokenizer; the run's, as if from before truecase.json:
+    (run / "truecase.json").unlink()
+    saved = OmegaConf.load(run / "config.yaml")
     with pytest.raises(SettingsError, match=r"the tokenizer \(tokenizer.json: this run's reads lines as they are"):
-        train_in_process(run, data_cache)
+        check_run_folder(saved, run, dict(saved.model), tmp_path / "now")
     assert {name: (run / name).read_bytes() for name in before} == before  # nothing overwritten
 
 
