@@ -59,7 +59,8 @@ def train(cfg: DictConfig) -> dict[str, float]:
     """
     with runtime.attach(cfg) as run:  # init_from= read into cfg, the machine decided, the settings checked
         L.seed_everything(cfg.seed, workers=True, verbose=False)
-        datamodule = instantiate(cfg.data, _convert_="all")  # plain lists and dicts: checkpoints load weights_only
+        # plain lists and dicts: checkpoints load weights_only; the teacher's alignments only for an aligned head
+        datamodule = instantiate(cfg.data, word_alignments=cfg.module.alignment_weight > 0, _convert_="all")
         with run.clock.phase("data"):
             datamodule.setup()  # builds (or reads from the cache) splits, tokenizer and token ids
         with open_dict(cfg):  # vocabulary and special ids flow from the data into the model

@@ -34,10 +34,11 @@ import random
 import re
 import zlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from data.entities import JOINERS, TYPED_SLOT, Token, cased, tokens
+from data.in_processes import in_processes
 
 KINDS = ("name", "num")
 SLOTS_PER_KIND = 16  # more distinct names or numbers than this in one line stay text
@@ -62,6 +63,7 @@ class CopySlots:
         # None for slots saved before the rule (then every known word stays a word, as it did).
         self.translated_inside = None if translated_inside is None else set(translated_inside)
         self.per_kind = per_kind
+        self.draw = random.Random()  # a training pair's draws, seeded by its text (``pair_slots``)
 
     @staticmethod
     def _name_like(word: str) -> bool:
@@ -71,10 +73,22 @@ class CopySlots:
         return not cased(word[0]) or any(c.isupper() for c in word)
 
     @classmethod
-    def learn(cls, pairs: Iterable[tuple[str, str]], min_count: int = 2) -> "CopySlots":
+    def learn(cls, pairs: Sequence[tuple[str, str]], min_count: int = 2) -> "CopySlots":
         """Read from ``(source, target)`` training pairs: which name-like words they copy (in ``min_count``
         pairs or more, at least half of those that hold them), which capitalized words they translate inside
-        a sentence, and every source word they hold."""
+        a sentence, and every source word they hold. Counted on every core."""
+        seen, kept, inside, kept_inside, known, scripts = Counter(), Counter(), Counter(), Counter(), set(), Counter()
+        for part in in_processes(cls._counted, pairs):
+            for total, counted in zip((seen, kept, inside, kept_inside, known, scripts), part):
+                total.update(counted)
+        return cls({w for w, n in kept.items() if n >= min_count and 2 * n >= seen[w]}, known,
+                   caseless_source=scripts[False] > scripts[True],
+                   translated_inside={w for w, n in inside.items() if 2 * kept_inside[w] < n})
+
+    @classmethod
+    def _counted(cls, pairs: Sequence[tuple[str, str]]) -> tuple[Counter, Counter, Counter, Counter, set, Counter]:
+        """``learn``'s counts over ``pairs``: name-like words seen and kept, the same inside a sentence, every
+        source word, and words of cased scripts against the others."""
         seen, kept, inside, kept_inside, known, scripts = Counter(), Counter(), Counter(), Counter(), set(), Counter()
         for source, target in pairs:
             words = [token for token in tokens(source) if token.kind == "word"]
@@ -88,15 +102,15 @@ class CopySlots:
                          and cls._name_like(token.text)}:
                 inside[word] += 1
                 kept_inside[word] += word in in_target
-        return cls({w for w, n in kept.items() if n >= min_count and 2 * n >= seen[w]}, known,
-                   caseless_source=scripts[False] > scripts[True],
-                   translated_inside={w for w, n in inside.items() if 2 * kept_inside[w] < n})
+        return seen, kept, inside, kept_inside, known, scripts
 
     def is_slot(self, token: Token) -> bool:
         """Numbers and codes always; words by the rules of the module's docstring."""
         word = token.text
         if token.kind != "word" or word in self.copied:
             return True
+        if word.islower() and word.isascii():  # most words: lower-case Latin letters, never a name (the rules below)
+            return False
         if not cased(word[0]):  # 张伟 in English text: foreign, a name; in a caseless source, only if copied
             return not self.caseless_source and word not in self.known
         if not self._name_like(word):
@@ -130,11 +144,15 @@ class CopySlots:
         entity of the source."""
         if target is None:
             return self.entities(source)
-        draw = random.Random(zlib.crc32(f"{source}\t{target}".encode()))
+        draw = self.draw
+        draw.seed(zlib.crc32(f"{source}\t{target}".encode()))
         if draw.random() < UNSLOTTED_SHARE:
             return {}
+        entities = self.entities(source)
+        if not entities:  # most pairs: nothing to copy, the target need not be read
+            return {}
         in_target = {token.text for token in tokens(target)}
-        kept = [(text, slot[1:-1].rstrip("0123456789")) for text, slot in self.entities(source).items()
+        kept = [(text, slot[1:-1].rstrip("0123456789")) for text, slot in entities.items()
                 if text in in_target]  # (entity, kind) in source order
         shuffled = draw.random() < RANDOM_NUMBERING_SHARE
         numbers = {kind: iter(sorted(draw.sample(range(1, self.per_kind + 1), n)) if shuffled else range(1, n + 1))

@@ -11,26 +11,31 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import lightning as L
+import numpy as np
+import pyarrow as pa
 import torch
 from datasets import DatasetDict, load_from_disk
 from torch.utils.data import DataLoader
 
-from data.cache import prepare_cache, read_alignments, read_report, tokenized_splits
+from data.cache import (check_memory, prepare_cache, read_alignments, read_end_to_end, read_report,
+                        tokenized_splits)
 from data.coverage import coverage_line
 from data.corpus import DEFAULT_CACHE, CorpusError, corpus_files, locate_corpus
+from data.corpus_text import text_size
 from data.languages import LanguagePair, pair_problems
-from data.readers import ParseReport, hub_pairs, read_pairs, reading_problems
+from data.readers import ParseReport, hub_pairs, reading_problems, stream_pairs
 from data.device_batches import DeviceBatches
-from data.sampler import Collator, TokenBucketBatchSampler
-from data.splits import column, word_pattern
+from data.sampler import Collator, IdLists, TokenBucketBatchSampler
+from data.splits import column, pair_table, word_pattern
 from data.tokenizer import MIN_VOCAB_SIZE, TranslationTokenizer, tokenizer_fingerprint, truncate_source
 
 log = logging.getLogger(__name__)
-CACHE_VERSION = 5  # bump when the cached format (or what copy slots hold) changes
+CACHE_VERSION = 6  # bump when the cached format (or what copy slots hold) changes
 # The settings that decide which pairs a corpus gives and how they split (a fine-tune's original corpus: these of
 # its starting run); with the BPE settings, what a continued run must keep.
 CORPUS_KEYS = ("corpus_path", "hub_path", "hub_name", "hub_split", "corpus_format", "columns", "encoding",
-               "source_lang", "target_lang", "val_fraction", "test_fraction", "seed", "limit_pairs", "exclude_words")
+               "source_lang", "target_lang", "val_fraction", "test_fraction", "max_eval_pairs", "seed", "limit_pairs",
+               "exclude_words")
 
 
 def data_problems(settings: Mapping, prefix: str = "") -> list[str]:
@@ -45,9 +50,10 @@ def data_problems(settings: Mapping, prefix: str = "") -> list[str]:
     if not problems and vocab_size < MIN_VOCAB_SIZE:
         problems.append(f"{prefix}vocab_size={vocab_size} is below {MIN_VOCAB_SIZE} (the 256 byte symbols of "
                         f"byte-level BPE and the special tokens)")
-    limit = settings.get("limit_pairs")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        problems.append(f"{prefix}limit_pairs={limit!r} must be a whole number >= 1, or null for every pair")
+    for key in ("limit_pairs", "max_eval_pairs", "learn_pairs"):
+        limit = settings.get(key)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            problems.append(f"{prefix}{key}={limit!r} must be a whole number >= 1, or null for every pair")
     for key in ("val_fraction", "test_fraction"):
         share = settings.get(key, 0.02)
         if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share < 0.5:
@@ -87,6 +93,7 @@ class TranslationDataModule(L.LightningDataModule):
         download: bool = True,
         val_fraction: float = 0.02,
         test_fraction: float = 0.02,
+        max_eval_pairs: int | None = 3000,
         seed: int = 1234,
         vocab_size: int = 8000,
         joint_vocab: bool = True,
@@ -95,6 +102,8 @@ class TranslationDataModule(L.LightningDataModule):
         max_tokens: int = 4096,
         max_sentence_len: int = 128,
         limit_pairs: int | None = None,
+        learn_pairs: int | None = 200_000,
+        word_alignments: bool = False,
         exclude_words: list[str] | None = None,
         short_text: float = 0.0,
         tokenizer_from: str | None = None,
@@ -134,9 +143,10 @@ class TranslationDataModule(L.LightningDataModule):
         settings = {
             "source": self._source_description(),
             "pair": [self.pair.source, self.pair.target],
-            "split": [hp.val_fraction, hp.test_fraction, hp.seed, hp.limit_pairs, list(hp.exclude_words or [])],
+            "split": [hp.val_fraction, hp.test_fraction, hp.max_eval_pairs, hp.seed, hp.limit_pairs,
+                      list(hp.exclude_words or [])],
             "bpe": ([tokenizer_fingerprint(hp.tokenizer_from)] if hp.tokenizer_from
-                    else [hp.vocab_size, hp.joint_vocab, hp.split_digits, hp.copy_slots]),
+                    else [hp.vocab_size, hp.joint_vocab, hp.split_digits, hp.copy_slots, hp.learn_pairs]),
             "version": CACHE_VERSION,
             # Without it, the folders it always had; 2: the phrase pairs' forms (each ended in a stop).
             **({"short_text": [hp.short_text, 2]} if hp.short_text else {}),
@@ -144,23 +154,27 @@ class TranslationDataModule(L.LightningDataModule):
         digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
         return self.cache_dir / digest
 
-    def _read_pairs(self) -> tuple[list[tuple[str, str]], ParseReport]:
+    def _read_pairs(self) -> tuple[pa.Table, ParseReport]:
+        """The corpus's pairs as an Arrow table, read as a stream (``data/readers.py``), less a left-out topic."""
         hp = self.hparams
         if hp.hub_path:
             pairs, report = hub_pairs(hp.hub_path, hp.hub_name, hp.hub_split, self.pair)
         else:
-            pairs, report = read_pairs(self._corpus(), self.pair, hp.corpus_format, hp.columns, hp.encoding, hp.strict)
+            check_memory(sum(text_size(f) for f in corpus_files(self._corpus(), self.pair)))
+            pairs, report = stream_pairs(self._corpus(), self.pair, hp.corpus_format, hp.columns, hp.encoding,
+                                         hp.strict)
         if hp.exclude_words:  # a topic kept out of this run (to fine-tune on later)
             topic = word_pattern(hp.exclude_words)
-            kept = [pair for pair in pairs if not (topic.search(pair[0]) or topic.search(pair[1]))]
-            log.info("left out %d pairs that mention %s (data.exclude_words)", len(pairs) - len(kept),
+            pairs = (pair for pair in pairs if not (topic.search(pair[0]) or topic.search(pair[1])))
+        table = pair_table(pairs)
+        if hp.exclude_words:
+            log.info("left out %d pairs that mention %s (data.exclude_words)", report.kept - table.num_rows,
                      ", ".join(hp.exclude_words))
-            pairs = kept
         if hp.limit_pairs:  # a seeded sample, for quick runs
             generator = torch.Generator().manual_seed(hp.seed)
-            keep = sorted(torch.randperm(len(pairs), generator=generator)[: hp.limit_pairs].tolist())
-            pairs = [pairs[i] for i in keep]
-        return pairs, report
+            keep = torch.randperm(table.num_rows, generator=generator)[: hp.limit_pairs].sort().values
+            table = table.take(keep.numpy())
+        return table, report
 
     def prepare_data(self) -> None:
         """Build what is missing from the cache (``data/cache.py``: one process at a time, nothing half-built kept)."""
@@ -176,13 +190,16 @@ class TranslationDataModule(L.LightningDataModule):
         log.info("corpus: %s; %s", self.report.reading, self.report.summary())
         self.tokenizer = TranslationTokenizer.load(folder / "tokenizer")
         self.splits = tokenized_splits(load_from_disk(str(folder / "splits")), self.tokenizer, folder)
-        # Plain lists, read once: a Dataset column is a lazy view (datasets >= 4), and reading one row
-        # of it costs an Arrow lookup; every batch and every length would pay it again and again.
-        self._ids = {name: (column(split, "src_ids"), column(split, "tgt_ids")) for name, split in self.splits.items()}
-        self._alignments = read_alignments(folder)  # the training pairs': what guides an aligned attention head
-        limit = self.hparams.max_sentence_len
+        # Each split's ids end to end in one tensor: a Python list per pair would cost ten million objects on a large
+        # corpus. The training split's are memory-mapped from the cache; the others (a few thousand rows) read.
+        self._ids = {name: tuple(read_end_to_end(folder, side) if name == "train" else
+                                 IdLists.of_arrow(split.with_format("arrow")[side]) for side in ("src_ids", "tgt_ids"))
+                     for name, split in self.splits.items()}
         src_ids, tgt_ids = self._ids["train"]
-        self._train_rows = [i for i, (s, t) in enumerate(zip(src_ids, tgt_ids)) if len(s) <= limit and len(t) < limit]
+        # The training pairs' alignments guide an aligned attention head (read only for one)
+        self._alignments = read_alignments(folder, len(src_ids)) if self.hparams.word_alignments else None
+        limit = self.hparams.max_sentence_len
+        self._train_rows = np.flatnonzero((src_ids.lengths <= limit).numpy() & (tgt_ids.lengths < limit).numpy())
         if len(self._train_rows) < len(src_ids):
             log.warning("skipped %d training pairs longer than max_sentence_len=%d tokens",
                         len(src_ids) - len(self._train_rows), limit)
@@ -196,10 +213,11 @@ class TranslationDataModule(L.LightningDataModule):
         hp = self.hparams
         self.original = TranslationDataModule(**{k: v for k, v in hp.original.items() if k in CORPUS_KEYS},
                                               cache_dir=str(self.cache_dir), download=hp.download,
-                                              tokenizer_from=hp.tokenizer_from, max_sentence_len=hp.max_sentence_len)
+                                              tokenizer_from=hp.tokenizer_from, max_sentence_len=hp.max_sentence_len,
+                                              word_alignments=hp.word_alignments)
         self.original.setup()
         log.info(coverage_line(*({"src": m.sources("train"), "tgt": column(m.splits["train"], "tgt"),
-                                  "src_ids": m._ids["train"][0], "tgt_ids": m._ids["train"][1]}
+                                  "src_ids": m._ids["train"][0].lists(), "tgt_ids": m._ids["train"][1].lists()}
                                  for m in (self, self.original))))
         for split in ("validation", "test"):
             self.splits[f"{split}_original"] = self.original.splits[split]
@@ -208,7 +226,7 @@ class TranslationDataModule(L.LightningDataModule):
             return
         (src_ids, tgt_ids), (original_src, original_tgt) = self._ids["train"], self.original._ids["train"]
         new_rows, original_rows = self._train_rows, self.original._train_rows
-        if not new_rows:
+        if not len(new_rows):
             raise CorpusError(f"the new corpus has no training pair within data.max_sentence_len={hp.max_sentence_len} "
                               f"tokens: nothing to fine-tune on")
         repeats = max(1, round(len(original_rows) / (hp.replay * len(new_rows))))
@@ -217,8 +235,9 @@ class TranslationDataModule(L.LightningDataModule):
                         "the %d new training pairs: %.2f each (raise data.original.limit_pairs for more)", hp.replay,
                         hp.replay, len(original_rows), len(new_rows), len(original_rows) / len(new_rows))
         self._ids["train"] = (src_ids + original_src, tgt_ids + original_tgt)
-        self._alignments = self._alignments + self.original._alignments
-        self._train_rows = new_rows * repeats + [len(src_ids) + row for row in original_rows]
+        if self._alignments is not None:
+            self._alignments = self._alignments + self.original._alignments
+        self._train_rows = np.concatenate([np.tile(new_rows, repeats), len(src_ids) + original_rows])
         log.info("fine-tuning data: %d new training pairs, each seen %d times per pass over the %d of the original "
                  "corpus (data.replay=%s)", len(new_rows), repeats, len(original_rows), hp.replay)
 
@@ -255,12 +274,12 @@ class TranslationDataModule(L.LightningDataModule):
     def _loader(self, split: str, shuffle: bool, rows: list[int] | None = None) -> DataLoader | DeviceBatches:
         src_ids, tgt_ids = self._ids[split]
         limit = self.hparams.max_sentence_len
-        if rows is None:  # evaluation keeps every row; over-long sources are truncated (EOS kept)
-            src_ids = [truncate_source(s, limit) for s in src_ids]
-            tgt_ids = [t[: limit - 1] for t in tgt_ids]
-            rows = list(range(len(src_ids)))
+        if rows is None:  # evaluation (a few thousand rows) keeps every row; over-long sources are truncated (EOS kept)
+            src_ids = IdLists.of([truncate_source(s, limit) for s in src_ids.lists()])
+            tgt_ids = IdLists.of([t[: limit - 1] for t in tgt_ids.lists()])
+            rows = np.arange(len(src_ids))
         # A pair's cost in the budget: its longer side (the target gains BOS / EOS).
-        lengths = [max(len(src_ids[i]), len(tgt_ids[i]) + 1) for i in rows]
+        lengths = torch.maximum(src_ids.lengths, tgt_ids.lengths + 1)[rows].numpy()
         trainer = self.trainer
         sampler = TokenBucketBatchSampler(
             lengths, self.hparams.max_tokens, shuffle=shuffle, seed=self.hparams.seed,

@@ -19,6 +19,7 @@ import re
 from typing import NamedTuple
 
 WORD = re.compile(r"[^\W\d_]+")  # a run of letters of any script
+ASCII_DIGIT = re.compile(r"[0-9]")  # (in ASCII text, what ``str.isdigit`` finds)
 NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")  # 7, 1999, 1,250, 10:45, 555-0199
 # Three or more numbers in a row, ", " between them, are one entity: a list copied as it stands. A model
 # trained on lines of one or two numbers writes a line of ten slots as noise; one slot it writes well.
@@ -70,6 +71,9 @@ def _words(text: str, taken: list[tuple[int, int]], digits: bool = True) -> list
     words: list[tuple[int, str]] = []
     for match in WORD.finditer(text):
         start, word = match.start(), match.group()
+        if not (taken or digits) and word.isascii() and not (words and word[0].isupper()):
+            words.append((start, word))  # most words: nothing to skip, join or cut
+            continue
         if taken and any(a <= start < b for a, b in taken):
             continue
         if words and word[0].isupper() and _joined(text, *words[-1], start) and \
@@ -98,8 +102,11 @@ def _touches_a_digit(text: str, start: int, end: int) -> bool:
 def tokens(text: str) -> tuple[Token, ...]:
     """The codes, numbers and words of ``text`` in order."""
     starts = {m.end() for m in SENTENCE_START.finditer(text)}
-    if "_" not in text and not any(map(str.isdigit, text)):  # most lines: no number, code or typed slot, only words
-        return tuple(Token(start, "word", word, start in starts) for start, word in _words(text, [], digits=False))
+    digits = ASCII_DIGIT.search(text) if text.isascii() else any(map(str.isdigit, text))
+    if "_" not in text and not digits:  # most lines: no number, code or typed slot, only words
+        word = tuple.__new__  # (a Token made without NamedTuple's Python-level constructor: a line has many)
+        return tuple([word(Token, (start, "word", found, start in starts))
+                      for start, found in _words(text, [], digits=False)])
     found = _codes(text)
     taken = [(token.start, token.start + len(token.text)) for token in found]
     found += [Token(m.start(), "num", m.group()) for m in NUMBERS.finditer(text)

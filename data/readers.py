@@ -1,26 +1,28 @@
 """Sentence pairs from a corpus as people have it (a manythings download, TSV, CSV, TMX, aligned files, a hub
 dataset: docs/configuration.md's table), read as what it is, in the run's direction, all through the same cleaning
-(stripped, NFC); a bad line counted per kind with its line number, never a byte replaced."""
+(stripped, NFC); a bad line counted per kind with its line number, never a byte replaced. Pairs stream out one at a
+time (``stream_pairs``): a corpus of millions is never held as Python objects."""
 
 from __future__ import annotations
 
 import codecs
 import csv
-import io
+import itertools
 import logging
 import unicodedata
 import zipfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from data.corpus import CorpusError, CorpusNotFoundError, aligned_files
-from data.corpus_text import check_tatoeba_language, decoded, file_text
+from data.corpus_text import check_tatoeba_language, file_lines
 from data.languages import NAMES, THREE_LETTER, LanguagePair, download_language
 from data.tmx import TmxReader, is_tmx
 
 log = logging.getLogger(__name__)
 Pairs = list[tuple[str, str]]
+PairStream = tuple[Iterator[tuple[str, str]], "ParseReport"]  # the pairs, and the report they fill as they come
 FORMATS = ("auto", "tatoeba", "tsv", "csv", "tmx", "aligned", "hub")
 BAD_LINES = {  # kind -> what it is, as the warning says it
     "too_few_fields": "fewer fields than columns",
@@ -63,7 +65,7 @@ class ParseReport:
         return text
 
 
-def detect_format(path: Path, text: str) -> str:
+def detect_format(path: Path, lines: list[str]) -> str:
     """``auto``'s answer for a file: its extension (any case), else its content: a Tatoeba line carries a CC-BY
     attribution in a third column, a manythings name (``spa.txt``) is Tatoeba's, a header or tabs make a table."""
     suffix = path.suffix.lower()
@@ -71,7 +73,7 @@ def detect_format(path: Path, text: str) -> str:
         return "tatoeba"
     if suffix in (".tsv", ".csv"):
         return suffix[1:]
-    lines = records(text)[:200]
+    lines = [line.rstrip("\n").removesuffix("\r") for line in lines[:200]]
     if any(len(f := line.split("\t")) == 3 and f[2].lstrip().startswith("CC-BY") for line in lines):
         return "tatoeba"
     named = download_language(path.name) is not None  # spa.txt, nld.txt: a download's own file
@@ -94,19 +96,13 @@ def header_names(fields: Sequence[str]) -> list[str] | None:
     return names
 
 
-def records(text: str) -> list[str]:
-    """The lines of a corpus file: only ``\n`` (or ``\r\n``) ends one, as in ``data/lines.py`` (``str.splitlines``
-    would also cut at U+2028, U+0085, form feeds and other separators inside a sentence); no empty last line."""
-    lines = text.split("\n")
-    return [line.removesuffix("\r") for line in (lines[:-1] if lines[-1] == "" else lines)]
-
-
-def rows(text: str, fmt: str) -> list[tuple[int, list[str]]]:
-    """(line number, fields) of each line of a table; a CSV's quoted fields may hold commas and line breaks."""
+def rows(lines: Iterable[str], fmt: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of each line of a table (``lines`` keep their ends: only ``\n`` ends one, as in
+    ``data/lines.py``); a CSV's quoted fields may hold commas and line breaks."""
     if fmt != "csv":
-        return [(number, line.split("\t")) for number, line in enumerate(records(text), 1)]
-    reader = csv.reader(io.StringIO(text))
-    return [(reader.line_num, fields) for fields in reader]
+        return ((number, line.rstrip("\n").removesuffix("\r").split("\t")) for number, line in enumerate(lines, 1))
+    reader = csv.reader(lines)
+    return ((reader.line_num, fields) for fields in reader)
 
 
 @dataclass(frozen=True)
@@ -151,53 +147,62 @@ def choose_layout(first: list[str], fmt: str, pair: LanguagePair, columns: Seque
                   header=header is not None)
 
 
-def table_pairs(text: str, fmt: str, pair: LanguagePair, where: str, columns: Sequence[str] | None = None,
-                strict: bool = False) -> tuple[Pairs, ParseReport]:
-    """The pairs of a Tatoeba download, a TSV or a CSV, in the run's direction."""
-    table = rows(text, fmt)
-    layout = choose_layout(table[0][1] if table else [], fmt, pair, columns, where)
+def table_pairs(lines: Iterable[str], fmt: str, pair: LanguagePair, where: str, columns: Sequence[str] | None = None,
+                strict: bool = False) -> PairStream:
+    """The pairs of a Tatoeba download, a TSV or a CSV (its ``lines``), in the run's direction."""
+    table = rows(lines, fmt)
+    first = next(table, None)
+    layout = choose_layout(first[1] if first else [], fmt, pair, columns, where)
 
     def entry(fields: list[str]) -> tuple[str, str] | str:
         if len(fields) in layout.sizes:
             return fields[layout.source], fields[layout.target]
         return "too_few_fields" if len(fields) < min(layout.sizes) else "too_many_fields"
-    entries = [(number, entry(fields)) for number, fields in table[layout.header:]
-               if any(f.strip() for f in fields)]  # a blank line holds no pair: nothing is lost
-    return cleaned(entries, ParseReport(fmt, layout.describe(where, fmt)), strict, where)
+    table = itertools.chain([first] if first and not layout.header else [], table)
+    entries = ((number, entry(fields)) for number, fields in table
+               if any(f.strip() for f in fields))  # a blank line holds no pair: nothing is lost
+    report = ParseReport(fmt, layout.describe(where, fmt))
+    return cleaned(entries, report, strict, where), report
 
 
 def cleaned(entries: Iterable[tuple[int, tuple[str | None, str | None] | str]], report: ParseReport,
-            strict: bool = False, where: str = "") -> tuple[Pairs, ParseReport]:
+            strict: bool = False, where: str = "") -> Iterator[tuple[str, str]]:
     """The NFC, stripped pairs of ``entries`` (line number, the pair or the kind of bad line it is); each bad line,
-    and each pair with an empty side, counted in ``report``."""
-    pairs = []
+    and each pair with an empty side, counted in ``report``, and so is each pair kept."""
     for number, sides in entries:
         if isinstance(sides, str):
             report.count(sides, number, strict, where)
             continue
-        clean = tuple(unicodedata.normalize("NFC", text or "").strip() for text in sides)
-        report.renormalized += clean != tuple((text or "").strip() for text in sides)
+        stripped = tuple((text or "").strip() for text in sides)
+        clean = stripped if all(map(str.isascii, stripped)) else tuple(  # (ASCII is NFC already)
+            unicodedata.normalize("NFC", text).strip() for text in stripped)
+        report.renormalized += clean != stripped
         if all(clean):
-            pairs.append(clean)
+            report.kept += 1
+            yield clean
         else:
             report.count("empty_side", number, strict, where)
-    report.kept = len(pairs)
-    return pairs, report
 
 
-def aligned_pairs(prefix: Path, pair: LanguagePair, encoding: str | None = None) -> tuple[Pairs, ParseReport]:
+def aligned_pairs(prefix: Path, pair: LanguagePair, encoding: str | None = None) -> PairStream:
     """Line i of one file with line i of the other; files of different lengths are refused."""
     source_file, target_file = aligned_files(prefix, pair)
-    sources, targets = (records(decoded(f.read_bytes(), str(f), encoding)) for f in (source_file, target_file))
-    if len(sources) != len(targets):
-        longer = source_file if len(sources) > len(targets) else target_file
-        raise CorpusError(f"{source_file.name} has {len(sources)} lines and {target_file.name} {len(targets)}: "
-                          f"not aligned (line {min(len(sources), len(targets)) + 1} of {longer.name} has no partner)")
-    return cleaned(enumerate(zip(sources, targets), 1),
-                   ParseReport("aligned", f"{source_file} → {target_file.name} as aligned files"))
+
+    def lines() -> Iterator[tuple[int, tuple[str, str]]]:
+        sides = (file_lines(f, pair, encoding) for f in (source_file, target_file))
+        for number, (source, target) in enumerate(itertools.zip_longest(*sides), 1):
+            if source is None or target is None:
+                longer = target_file if source is None else source_file
+                counts = [sum(1 for _ in file_lines(f, pair, encoding)) if f == longer else number - 1
+                          for f in (source_file, target_file)]
+                raise CorpusError(f"{source_file.name} has {counts[0]} lines and {target_file.name} {counts[1]}: "
+                                  f"not aligned (line {number} of {longer.name} has no partner)")
+            yield number, (source.rstrip("\n").removesuffix("\r"), target.rstrip("\n").removesuffix("\r"))
+    report = ParseReport("aligned", f"{source_file} → {target_file.name} as aligned files")
+    return cleaned(lines(), report), report
 
 
-def tmx_pairs(path: Path, pair: LanguagePair, strict: bool = False) -> tuple[Pairs, ParseReport]:
+def tmx_pairs(path: Path, pair: LanguagePair, strict: bool = False) -> PairStream:
     """The translation units of a TMX file holding both of the pair's languages (``data/tmx.py``), each counted
     at the line where it starts; a file without them is refused, naming the languages it holds."""
     reader = TmxReader(pair)
@@ -207,12 +212,12 @@ def tmx_pairs(path: Path, pair: LanguagePair, strict: bool = False) -> tuple[Pai
                           f" not both {pair.source} and {pair.target}: set data.source_lang / data.target_lang")
     report = ParseReport("tmx", f"{path.name} as tmx: xml:lang {pair.source} → {pair.target}, "
                                 f"{reader.tags_dropped} inline tags dropped")
-    entries = [(line, "missing_language" if source is None or target is None else (source, target))
-               for line, source, target in reader.units]
-    return cleaned(entries, report, strict, path.name)
+    entries = ((line, "missing_language" if source is None or target is None else (source, target))
+               for line, source, target in reader.units)
+    return cleaned(entries, report, strict, path.name), report
 
 
-def hub_pairs(path: str, name: str | None, split: str, pair: LanguagePair) -> tuple[Pairs, ParseReport]:
+def hub_pairs(path: str, name: str | None, split: str, pair: LanguagePair) -> PairStream:
     """The ``translation`` column of a Hugging Face dataset (``load_dataset(path, name, split=split)``), in the
     pair's direction."""
     from datasets import load_dataset
@@ -224,17 +229,23 @@ def hub_pairs(path: str, name: str | None, split: str, pair: LanguagePair) -> tu
                               f"{pair.source}/{pair.target}: set data.source_lang / data.target_lang to its languages")
         return translation[pair.source], translation[pair.target]
     report = ParseReport("hub", f"{path} ({split}) as hub: translation['{pair.source}'] → translation['{pair.target}']")
-    pairs, report = cleaned(enumerate(map(sides, load_dataset(path, name, split=split)), 1), report)
-    if report.skipped:
-        log.warning("%s: %s", path, report.summary())
-    return pairs, report
+    return checked(cleaned(enumerate(map(sides, load_dataset(path, name, split=split)), 1), report), report, path,
+                   pair), report
 
 
 def read_pairs(path: Path, pair: LanguagePair, corpus_format: str = "auto", columns: Sequence[str] | None = None,
                encoding: str | None = None, strict: bool = False) -> tuple[Pairs, ParseReport]:
-    """The corpus at ``path`` (a file, or an aligned files' prefix) as ``(source, target)`` pairs and how it was
-    read; bad lines are said in one warning. A file with more malformed lines than pairs is refused
-    (``CorpusError``): it is not a sentence-pair corpus, or not in the format it was read as."""
+    """``stream_pairs``' pairs in a list: for a corpus that fits in memory as Python objects."""
+    stream, report = stream_pairs(path, pair, corpus_format, columns, encoding, strict)
+    return list(stream), report
+
+
+def stream_pairs(path: Path, pair: LanguagePair, corpus_format: str = "auto", columns: Sequence[str] | None = None,
+                 encoding: str | None = None, strict: bool = False) -> PairStream:
+    """The corpus at ``path`` (a file, or an aligned files' prefix) as ``(source, target)`` pairs, one at a time,
+    and how it was read; once the pairs are all read, bad lines are said in one warning, and a file with more
+    malformed lines than pairs is refused (``CorpusError``): it is not a sentence-pair corpus, or not in the
+    format it was read as."""
     aligned = not path.is_file() and all(f.is_file() for f in aligned_files(path, pair))
     if corpus_format == "aligned" or aligned:
         if not aligned:
@@ -246,19 +257,26 @@ def read_pairs(path: Path, pair: LanguagePair, corpus_format: str = "auto", colu
     elif corpus_format == "tmx" or corpus_format == "auto" and (path.suffix.lower() == ".tmx" or is_tmx(path)):
         pairs, report = tmx_pairs(path, pair, strict)
     else:
-        text = file_text(path, pair, encoding)
-        fmt = detect_format(path, text) if corpus_format == "auto" else corpus_format
+        fmt = corpus_format
+        if fmt == "auto":
+            fmt = detect_format(path, list(itertools.islice(file_lines(path, pair, encoding), 200)))
         if fmt == "tatoeba" and path.suffix.lower() != ".zip":
             check_tatoeba_language(path, path.name, pair)
-        pairs, report = table_pairs(text, fmt, pair, path.name, columns, strict)
+        pairs, report = table_pairs(file_lines(path, pair, encoding), fmt, pair, path.name, columns, strict)
+    return checked(pairs, report, path, pair), report
+
+
+def checked(pairs: Iterator[tuple[str, str]], report: ParseReport, path: Path | str,
+            pair: LanguagePair) -> Iterator[tuple[str, str]]:
+    """``pairs``, then, once read, the report's verdict: refused if mostly malformed, else its bad lines warned."""
+    yield from pairs
     malformed = report.bad.get("too_few_fields", 0) + report.bad.get("too_many_fields", 0)
     if malformed > report.kept:
         raise CorpusError(f"{path}: {malformed} malformed lines against {report.kept} pairs of "
                           f"{pair.describe('–')} read as {report.format}: not a sentence-pair corpus in that "
                           f"format")
     if report.skipped:
-        log.warning("%s: %s", path.name, report.summary())
-    return pairs, report
+        log.warning("%s: %s", getattr(path, "name", path), report.summary())
 
 
 def reading_problems(settings: Mapping, prefix: str = "") -> list[str]:

@@ -7,27 +7,51 @@ trained the other way, "Ve." → "Go.", "Go away."), and near-copies differ only
 digits only, in any script) lands in the same split, whichever direction is trained.
 
 Train keeps one row per pair. Validation and test keep one row per distinct source sentence, with
-all of its translations as references for multi-reference BLEU.
+all of its translations as references for multi-reference BLEU, up to a share of the pairs and at most
+``max_pairs`` pairs each: a corpus of millions gets a test split of a few thousand, as WMT's are.
+
+The pairs live in an Arrow table and the groups in NumPy arrays, so splitting ten million pairs holds their
+text and a few numbers per pair, never a Python object per pair.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
+import itertools
 import random
 import re
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from datasets import Dataset, DatasetDict
 
 from data.corpus import CorpusError
 from data.languages import UNSPACED_SCRIPT
 
 
+NOT_ALNUM = re.compile(r"[\W_]+")  # what ``str.isalnum`` rejects: ``\W`` is its complement, with "_"
+TEXT = pa.large_string()  # offsets of 64 bits: a column may hold more than 2 GB of text
+CHUNK = 100_000  # pairs per Arrow batch while reading
+
+
 def group_key(source: str) -> str:
     """Normalization that decides leakage: 'Go!' and 'go.' are the same sentence."""
-    return "".join(ch for ch in source.lower() if ch.isalnum())
+    return NOT_ALNUM.sub("", source.lower())
+
+
+def group_keys(sources: pa.Array) -> pa.Array:
+    """``group_key`` of each source: in Arrow for the ASCII ones (most, in most corpora), in Python for the rest."""
+    ascii_keys = pc.replace_substring_regex(pc.ascii_lower(sources), "[^a-z0-9]+", "")
+    ascii_rows = pc.string_is_ascii(sources).to_numpy(zero_copy_only=False)
+    if ascii_rows.all():
+        return ascii_keys.cast(TEXT)
+    keys = ascii_keys.to_numpy(zero_copy_only=False)
+    others = np.flatnonzero(~ascii_rows)
+    keys[others] = [group_key(source) for source in sources.take(others).to_pylist()]
+    return pa.array(keys, TEXT)
 
 
 def word_pattern(words: list[str]) -> re.Pattern:
@@ -37,62 +61,73 @@ def word_pattern(words: list[str]) -> re.Pattern:
     return re.compile("|".join(alternatives), re.IGNORECASE)
 
 
-def dataset(columns: dict[str, list]) -> Dataset:
-    """A ``Dataset`` of ``columns``, fingerprinted by a hash of their JSON text. (``Dataset.from_dict``
-    fingerprints by pickling the whole Arrow table with dill: slower, and on some Python 3.12 builds
-    it fails on pyarrow's types.)"""
-    fingerprint = hashlib.sha256(json.dumps(columns, ensure_ascii=False).encode()).hexdigest()[:16]
-    return Dataset(pa.Table.from_pydict(columns), fingerprint=fingerprint)
-
-
 def column(split, name: str) -> list:
     """A column of a ``datasets.Dataset`` as a Python list, in one Arrow conversion."""
     return split.with_format("arrow")[name].to_pylist()
 
 
-def split_pairs(
-    pairs: list[tuple[str, str]],
-    val_fraction: float = 0.02,
-    test_fraction: float = 0.02,
-    seed: int = 1234,
-) -> DatasetDict:
-    """Assign whole sentence groups of ``(source, target)`` pairs to splits, deterministically for a seed.
+def pair_table(pairs: Iterable[tuple[str, str]]) -> pa.Table:
+    """``(source, target)`` pairs as an Arrow table (``src``, ``tgt``), built ``CHUNK`` pairs at a time."""
+    schema = pa.schema({"src": TEXT, "tgt": TEXT})
+    batches, pairs = [], iter(pairs)
+    while chunk := list(itertools.islice(pairs, CHUNK)):
+        batches.append(pa.record_batch([pa.array([s for s, _ in chunk], TEXT), pa.array([t for _, t in chunk], TEXT)],
+                                       schema=schema))
+    return pa.Table.from_batches(batches, schema)
 
-    Returns splits with columns ``src``, ``tgt``, ``refs`` (train: ``refs == [tgt]``).
-    """
+
+def split_pairs(pairs: pa.Table | Sequence[tuple[str, str]], val_fraction: float = 0.02, test_fraction: float = 0.02,
+                seed: int = 1234, max_pairs: int | None = None) -> DatasetDict:
+    """Assign whole sentence groups of ``pairs`` (a ``pair_table`` or ``(source, target)`` tuples) to splits,
+    deterministically for a seed: the distinct group keys in sorted order, shuffled, fill validation then test up
+    to their share of the pairs (and ``max_pairs``); the rest is train. Returns splits with columns ``src``,
+    ``tgt`` and, for validation and test, ``refs``."""
     if not 0 <= val_fraction < 1 or not 0 <= test_fraction < 1 or val_fraction + test_fraction >= 1:
         raise ValueError(f"bad split fractions: validation {val_fraction}, test {test_fraction}")
-    groups: dict[str, list[int]] = defaultdict(list)
-    for i, (source, _) in enumerate(pairs):
-        groups[group_key(source)].append(i)
-    keys = sorted(groups)
-    random.Random(seed).shuffle(keys)
-    # Fill validation and test up to their share of *pairs*, then the rest is train.
-    targets = {"validation": val_fraction * len(pairs), "test": test_fraction * len(pairs)}
-    assigned: dict[str, list[str]] = {"validation": [], "test": [], "train": []}
-    filled = {"validation": 0, "test": 0, "train": 0}  # pairs assigned to each split so far
-    for key in keys:
-        split = next((s for s in ("validation", "test") if filled[s] < targets[s]), "train")
-        assigned[split].append(key)
-        filled[split] += len(groups[key])
-    if pairs and not assigned["train"]:
-        raise CorpusError(f"{len(pairs)} pairs ({len(groups)} distinct source sentences) are too few to split: "
-                          f"validation ({val_fraction:g}) and test ({test_fraction:g}) each take at least one source "
-                          f"sentence with all its translations, and training needs the rest: give at least "
+    table = pairs if isinstance(pairs, pa.Table) else pair_table(pairs)
+    n = table.num_rows
+    keys = pa.concat_arrays([group_keys(chunk) for chunk in table["src"].chunks] or [pa.array([], TEXT)])
+    groups = pc.dictionary_encode(keys)
+    del keys
+    group_of_row = groups.indices.to_numpy(zero_copy_only=False)  # (pairs,)
+    sizes = np.bincount(group_of_row, minlength=len(groups.dictionary))  # (groups,) pairs in each
+    # Arrow sorts UTF-8 by its bytes, which is the code points' order: Python's ``sorted`` of the keys.
+    sorted_groups = pc.array_sort_indices(groups.dictionary).to_numpy()
+    shuffled = list(range(len(sorted_groups)))
+    random.Random(seed).shuffle(shuffled)  # positions in the sorted keys, as ``shuffle(sorted(keys))`` orders them
+    targets = {1: min(val_fraction * n, max_pairs or n), 2: min(test_fraction * n, max_pairs or n)}
+    split_of_group, filled = np.zeros(len(sizes), np.int8), {1: 0, 2: 0}  # 0 train, 1 validation, 2 test
+    for position in shuffled:
+        split = next((s for s in (1, 2) if filled[s] < targets[s]), None)
+        if split is None:  # both full: the rest is train
+            break
+        split_of_group[sorted_groups[position]] = split
+        filled[split] += int(sizes[sorted_groups[position]])
+    if n and not (split_of_group == 0).any():
+        raise CorpusError(f"{n} pairs ({len(sizes)} distinct source sentences) are too few to split: validation "
+                          f"({val_fraction:g}) and test ({test_fraction:g}) each take at least one source sentence "
+                          f"with all its translations, and training needs the rest: give at least "
                           f"{1 + (val_fraction > 0) + (test_fraction > 0)} distinct sentences, many more to learn")
+    rank_of_group = np.empty(len(sizes), np.int64)
+    rank_of_group[sorted_groups] = np.arange(len(sizes))
+    rank_of_row, split_of_row = rank_of_group[group_of_row], split_of_group[group_of_row]
+    splits = {}
+    for code, name in enumerate(("train", "validation", "test")):
+        rows = np.flatnonzero(split_of_row == code)
+        rows = rows[np.argsort(rank_of_row[rows], kind="stable")]  # by key, then in corpus order
+        part = table.take(rows)
+        columns = {"src": part["src"], "tgt": part["tgt"]} if code == 0 else with_references(part)
+        order = np.random.default_rng(seed).permutation(len(columns["src"]))  # as ``Dataset.shuffle(seed)``
+        part = pa.table(columns).take(order) if n else pa.table(columns)
+        fingerprint = hashlib.sha256(rows[order].tobytes() if n else b"").hexdigest()[:16] + f"-{seed}-{n}"
+        splits[name] = Dataset(part, fingerprint=fingerprint)
+    return DatasetDict(splits)
 
-    def rows(split: str) -> dict[str, list]:
-        # Validation and test: one row per distinct source sentence, every translation a reference; train: a row
-        # per pair. A row's key: (source,) or (source, pair number).
-        references: dict[tuple, list[str]] = defaultdict(list)
-        for key in sorted(assigned[split]):
-            for i in groups[key]:
-                source, target = pairs[i]
-                references[(source,) if split != "train" else (source, i)].append(target)
-        rows_of_split = list(references.items())
-        return {"src": [row[0] for row, _ in rows_of_split], "tgt": [refs[0] for _, refs in rows_of_split],
-                "refs": [refs for _, refs in rows_of_split]}
 
-    splits = DatasetDict({split: dataset(rows(split)) for split in ("train", "validation", "test")})
-    return splits.shuffle(seed=seed).flatten_indices() if len(pairs) else splits
-
+def with_references(part: pa.Table) -> dict[str, pa.Array]:
+    """One row per distinct source of ``part`` (in order of first sight), all its targets as references."""
+    references: dict[str, list[str]] = defaultdict(list)
+    for source, target in zip(part["src"].to_pylist(), part["tgt"].to_pylist()):
+        references[source].append(target)
+    return {"src": pa.array(list(references), TEXT), "tgt": pa.array([refs[0] for refs in references.values()], TEXT),
+            "refs": pa.array(list(references.values()), pa.list_(TEXT))}

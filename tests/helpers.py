@@ -99,12 +99,13 @@ def small_corpus(folder: Path, n: int = 300) -> Path:
     return path
 
 
-def small_datamodule(folder: Path):
+def small_datamodule(folder: Path, **settings):
     """The data module on ``small_corpus`` (300-token BPE, 512-token batches, 10% validation and test), set up."""
     from data.datamodule import TranslationDataModule
 
+    folder.mkdir(parents=True, exist_ok=True)
     datamodule = TranslationDataModule(corpus_path=str(small_corpus(folder)), cache_dir=str(folder / "cache"),
-                                       vocab_size=300, max_tokens=512, val_fraction=0.1, test_fraction=0.1)
+                                       vocab_size=300, max_tokens=512, val_fraction=0.1, test_fraction=0.1, **settings)
     datamodule.setup()
     return datamodule
 

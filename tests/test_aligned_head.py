@@ -53,8 +53,9 @@ def test_the_aligned_heads_weights_are_the_attention_maps_and_carry_gradients():
 
 
 def test_training_pulls_the_aligned_head_and_logs_its_loss(tmp_path):
-    datamodule = small_datamodule(tmp_path)
-    assert all(len(a) == len(t) for a, t in zip(datamodule._alignments, datamodule._ids["train"][1]))
+    assert small_datamodule(tmp_path / "plain")._alignments is None  # no aligned head: no teacher
+    datamodule = small_datamodule(tmp_path, word_alignments=True)
+    assert torch.equal(datamodule._alignments.lengths, datamodule._ids["train"][1].lengths)
     batch = next(iter(datamodule.train_dataloader()))
     assert batch["alignment"].shape == batch["tgt_out"].shape and (batch["alignment"] >= 0).any()
     assert "alignment" not in next(iter(datamodule.val_dataloader()))  # training only

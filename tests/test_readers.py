@@ -8,7 +8,7 @@ import pytest
 
 from data.corpus import CorpusError, CorpusNotFoundError
 from data.languages import LanguagePair
-from data.corpus_text import file_text
+from data.corpus_text import file_lines
 from data.readers import hub_pairs, read_pairs, table_pairs
 
 ES, NL, RU, JA = (LanguagePair("en", code) for code in ("es", "nl", "ru", "ja"))
@@ -65,9 +65,9 @@ def test_a_hub_dataset_in_either_direction(tmp_path):
     rows = [{"translation": {"en": e, "ru": o}} for e, o in SCRIPTS["ru"]] + [{"translation": {"en": "", "ru": "x"}}]
     (folder / "train.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
     pairs, report = hub_pairs(str(folder), None, "train", LanguagePair("ru", "en"))
-    assert pairs == [(o, e) for e, o in SCRIPTS["ru"]] and report.bad == {"empty_side": 1}
+    assert list(pairs) == [(o, e) for e, o in SCRIPTS["ru"]] and report.bad == {"empty_side": 1}
     with pytest.raises(CorpusError, match=r"rows translate en/ru, not en/nl: set data.source_lang"):
-        hub_pairs(str(folder), None, "train", NL)
+        list(hub_pairs(str(folder), None, "train", NL)[0])
 
 
 def test_a_download_of_another_language_is_refused_naming_both(tmp_path):
@@ -78,7 +78,7 @@ def test_a_download_of_another_language_is_refused_naming_both(tmp_path):
         read_pairs(archive, LanguagePair("nl", "ru"))
     empty = write_zip(tmp_path / "empty.zip", {"_about.txt": "About.", "__MACOSX/._x.txt": "junk"})
     with pytest.raises(CorpusError, match=r"empty\.zip holds no sentence-pair \.txt file"):
-        file_text(empty, NL)
+        list(file_lines(empty, NL))
 
 
 def test_aligned_files_of_different_lengths_are_refused_naming_the_line(tmp_path):
@@ -198,11 +198,10 @@ def test_auto_tells_a_tatoeba_file_by_its_attribution_and_a_named_format_is_obey
 
 def test_parse_counts_on_real_corpus(full_datamodule):
     report = full_datamodule.report
-    text = file_text(full_datamodule._corpus(), ES)
-    assert report.kept + report.skipped == len(text.splitlines()) == 116_668
-    head = "\n".join(text.splitlines()[:5])
-    assert table_pairs(head, "tatoeba", ES, "spa.txt")[0][0] == ("Go.", "Ve.")
-    assert table_pairs(head, "tatoeba", LanguagePair("es", "en"), "spa.txt")[0][0] == ("Ve.", "Go.")  # turned
+    lines = list(file_lines(full_datamodule._corpus(), ES))
+    assert report.kept + report.skipped == len(lines) == 116_668
+    assert next(table_pairs(lines[:5], "tatoeba", ES, "spa.txt")[0]) == ("Go.", "Ve.")
+    assert next(table_pairs(lines[:5], "tatoeba", LanguagePair("es", "en"), "spa.txt")[0]) == ("Ve.", "Go.")
 
 
 def test_a_byte_order_mark_is_dropped(tmp_path):
@@ -283,3 +282,9 @@ def test_a_memory_without_the_pair_or_not_well_formed_is_refused_in_one_line(tmp
     strict.write_text(TMX.format(encoding="UTF-8"), encoding="utf-8")
     with pytest.raises(CorpusError, match=r"strict.tmx, line 15: a translation unit without both languages"):
         read_pairs(strict, LanguagePair("en", "es"), strict=True)
+
+
+def test_a_utf16_table_is_read_with_its_encoding_named_and_only_newlines_end_its_lines(tmp_path):
+    path = tmp_path / "mine.tsv"
+    path.write_bytes("en\tes\nOne\u2028line.\tUna línea.\nGo.\tVe.".encode("utf-16"))
+    assert read_pairs(path, ES, encoding="utf-16")[0] == [("One\u2028line.", "Una línea."), ("Go.", "Ve.")]

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from data.sampler import TokenBucketBatchSampler, pad_batch
+from data.sampler import IdLists, TokenBucketBatchSampler, pad_batch, token_batches
 
 
 def lengths(n=1000, seed=0):
@@ -43,6 +43,36 @@ def test_bucketing_keeps_padding_low():
     lens = lengths(5000)
     budget = sum(len(b) * max(lens[i] for i in b) for b in TokenBucketBatchSampler(lens, 1024, seed=0))
     assert 1 - sum(lens) / budget <= 0.10
+
+
+def greedy_batches(lens, max_tokens, order):
+    """A batch grows by the next index while its padded size fits: one Python step per index."""
+    batches, batch, longest = [], [], 0
+    for index in order:
+        if batch and (len(batch) + 1) * max(longest, lens[index]) > max_tokens:
+            batches.append(batch)
+            batch, longest = [], 0
+        batch.append(index)
+        longest = max(longest, lens[index])
+    return batches + [batch] * bool(batch)
+
+
+@pytest.mark.parametrize("max_tokens", [60, 256, 4096])
+def test_the_batches_are_cut_as_one_greedy_pass_would(max_tokens):
+    lens = lengths(3000, seed=max_tokens)
+    order = sorted(range(len(lens)), key=lambda i: (lens[i], random.random()))
+    assert [b.tolist() for b in token_batches(lens, max_tokens, order)] == greedy_batches(lens, max_tokens, order)
+
+
+def test_id_lists_from_arrow_and_from_python_agree():
+    import pyarrow as pa
+
+    lists = [[5, 6, 7], [], [8], [9, 10]]
+    column = pa.chunked_array([pa.array(lists[:2], pa.list_(pa.int32())), pa.array(lists[2:], pa.list_(pa.int32()))])
+    for ids in (IdLists.of(lists), IdLists.of_arrow(column), IdLists.of_arrow(column.combine_chunks().slice(1))):
+        expected = lists[-len(ids):]
+        assert ids.lists() == expected and ids.lengths.tolist() == list(map(len, expected))
+    assert (IdLists.of(lists[:2]) + IdLists.of(lists[2:])).lists() == lists
 
 
 def test_too_long_example_is_a_clear_error():

@@ -205,6 +205,8 @@ def test_one_run_folder_one_writer(tmp_path, data_cache):
     ("module.schedule.decay=exponential", "decay='exponential' must be one of linear, cosine, inverse_sqrt"),
     ("data.vocab_size=10", "vocab_size=10 is below 260"),
     ("data.limit_pairs=0", "limit_pairs=0 must be a whole number >= 1"),
+    ("data.max_eval_pairs=0.5", "max_eval_pairs=0.5 must be a whole number >= 1, or null"),
+    ("data.learn_pairs=0", "learn_pairs=0 must be a whole number >= 1, or null"),
     ("runtime.max_time=abc", "max_time='abc' must be DD:HH:MM:SS"),
     ("data.val_fraction=0.9", "val_fraction=0.9 must be a share"),
     ("module.val_bleu_every=0", "module.val_bleu_every=0 must be a whole number >= 1"),
