@@ -6,7 +6,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from data.datamodule import data_problems
+from data.data_settings import data_problems
 from model.inference.run_folder import RunLoadError, read_checkpoint
 from model.search import SearchConfig
 from model.training.aligned_head import aligned_index

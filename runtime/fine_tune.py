@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from data.datamodule import CORPUS_KEYS
+from data.data_settings import CORPUS_KEYS
 from data.languages import pair_of
 from model.inference.run_folder import RunLoadError, open_run
 from runtime.settings import SettingsError

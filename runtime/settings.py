@@ -10,7 +10,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 from omegaconf import DictConfig, OmegaConf
 
-from data.datamodule import CORPUS_KEYS
+from data.data_settings import CORPUS_KEYS
 from data.languages import pair_of
 from data.tokenizer import tokenizer_fingerprint
 from data.truecase import FILE as TRUECASE_FILE
