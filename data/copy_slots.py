@@ -78,7 +78,7 @@ class CopySlots:
         pairs or more, at least half of those that hold them), which capitalized words they translate inside
         a sentence, and every source word they hold. Counted on every core."""
         seen, kept, inside, kept_inside, known, scripts = Counter(), Counter(), Counter(), Counter(), set(), Counter()
-        for part in in_processes(cls._counted, pairs):
+        for part in in_processes(cls._counted, pairs, "learning copy slots"):
             for total, counted in zip((seen, kept, inside, kept_inside, known, scripts), part):
                 total.update(counted)
         return cls({w for w, n in kept.items() if n >= min_count and 2 * n >= seen[w]}, known,

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from datasets import Dataset, DatasetDict
+from tqdm.auto import tqdm
 
 from data.corpus import CorpusError
 from data.languages import UNSPACED_SCRIPT
@@ -35,6 +36,7 @@ from data.languages import UNSPACED_SCRIPT
 NOT_ALNUM = re.compile(r"[\W_]+")  # what ``str.isalnum`` rejects: ``\W`` is its complement, with "_"
 TEXT = pa.large_string()  # offsets of 64 bits: a column may hold more than 2 GB of text
 CHUNK = 100_000  # pairs per Arrow batch while reading
+PERCENT_BAR = "{desc}: {percentage:3.0f}%|{bar}| [{elapsed}<{remaining}]"  # (a bar over passes, not pairs)
 
 
 def group_key(source: str) -> str:
@@ -85,10 +87,36 @@ def split_pairs(pairs: pa.Table | Sequence[tuple[str, str]], val_fraction: float
     if not 0 <= val_fraction < 1 or not 0 <= test_fraction < 1 or val_fraction + test_fraction >= 1:
         raise ValueError(f"bad split fractions: validation {val_fraction}, test {test_fraction}")
     table = pairs if isinstance(pairs, pa.Table) else pair_table(pairs)
-    n = table.num_rows
-    keys = pa.concat_arrays([group_keys(chunk) for chunk in table["src"].chunks] or [pa.array([], TEXT)])
-    groups = pc.dictionary_encode(keys)
-    del keys
+    n, splits = table.num_rows, {}
+    with tqdm(total=3 * n, desc="splitting", delay=5, leave=False, bar_format=PERCENT_BAR) as bar:  # three passes
+        keys = [pa.array([], TEXT)]
+        for chunk in table["src"].chunks:
+            keys.append(group_keys(chunk))
+            bar.update(len(chunk))
+        keys = pa.concat_arrays(keys)
+        split_of_row, rank_of_row = _assigned(keys, val_fraction, test_fraction, seed, max_pairs)
+        bar.update(n)
+        for code, name in enumerate(("train", "validation", "test")):
+            rows = np.flatnonzero(split_of_row == code)
+            rows = rows[np.argsort(rank_of_row[rows], kind="stable")]  # by key, then in corpus order
+            if code == 0:
+                order = np.random.default_rng(seed).permutation(len(rows))  # as ``Dataset.shuffle(seed)``
+                part = table.take(rows[order])
+            else:
+                part = pa.table(with_references(table.take(rows)))
+                order = np.random.default_rng(seed).permutation(part.num_rows)
+                part = part.take(order) if n else part
+            fingerprint = hashlib.sha256(rows[order].tobytes() if n else b"").hexdigest()[:16] + f"-{seed}-{n}"
+            splits[name] = Dataset(part, fingerprint=fingerprint)
+            bar.update(len(rows))
+    return DatasetDict(splits)
+
+
+def _assigned(keys: pa.Array, val_fraction: float, test_fraction: float, seed: int,
+              max_pairs: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's split (0 train, 1 validation, 2 test) and its group's rank in the sorted keys, from the rows'
+    group ``keys``: ``split_pairs``' rule."""
+    n, groups = len(keys), pc.dictionary_encode(keys)
     group_of_row = groups.indices.to_numpy(zero_copy_only=False)  # (pairs,)
     sizes = np.bincount(group_of_row, minlength=len(groups.dictionary))  # (groups,) pairs in each
     # Arrow sorts UTF-8 by its bytes, which is the code points' order: Python's ``sorted`` of the keys.
@@ -110,18 +138,7 @@ def split_pairs(pairs: pa.Table | Sequence[tuple[str, str]], val_fraction: float
                           f"{1 + (val_fraction > 0) + (test_fraction > 0)} distinct sentences, many more to learn")
     rank_of_group = np.empty(len(sizes), np.int64)
     rank_of_group[sorted_groups] = np.arange(len(sizes))
-    rank_of_row, split_of_row = rank_of_group[group_of_row], split_of_group[group_of_row]
-    splits = {}
-    for code, name in enumerate(("train", "validation", "test")):
-        rows = np.flatnonzero(split_of_row == code)
-        rows = rows[np.argsort(rank_of_row[rows], kind="stable")]  # by key, then in corpus order
-        part = table.take(rows)
-        columns = {"src": part["src"], "tgt": part["tgt"]} if code == 0 else with_references(part)
-        order = np.random.default_rng(seed).permutation(len(columns["src"]))  # as ``Dataset.shuffle(seed)``
-        part = pa.table(columns).take(order) if n else pa.table(columns)
-        fingerprint = hashlib.sha256(rows[order].tobytes() if n else b"").hexdigest()[:16] + f"-{seed}-{n}"
-        splits[name] = Dataset(part, fingerprint=fingerprint)
-    return DatasetDict(splits)
+    return split_of_group[group_of_row], rank_of_group[group_of_row]
 
 
 def with_references(part: pa.Table) -> dict[str, pa.Array]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from functools import partial
 from pathlib import Path
@@ -91,7 +92,7 @@ def reads_spaced(tokenizer: Tokenizer) -> bool:
     return any(step.get("type") == "Strip" for step in decoder.get("decoders") or [])
 
 
-def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2,
+def train_bpe(texts: Sequence[str], vocab_size: int = 8000, min_frequency: int = 2,
               split_digits: bool = False, slot_tokens: list[str] = ()) -> Tokenizer:
     """Train a byte-level BPE tokenizer whose first ids are the special tokens and last ids ``slot_tokens``
     (``vocab_size`` in all). ``split_digits``: every digit a token of its own, so that "530" and "531" share
@@ -109,9 +110,9 @@ def train_bpe(texts: Iterable[str], vocab_size: int = 8000, min_frequency: int =
         min_frequency=min_frequency,
         special_tokens=SPECIAL_TOKENS,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),  # all 256 bytes: nothing is unknown
-        show_progress=False,
+        show_progress=sys.stderr.isatty(),  # (its bars, with the time left, in a terminal; in a log, blank lines)
     )
-    tokenizer.train_from_iterator((f" {text}" for text in texts), trainer=trainer)
+    tokenizer.train_from_iterator((f" {text}" for text in texts), trainer=trainer, length=len(texts))
     tokenizer.add_tokens([AddedToken(token, normalized=False) for token in slot_tokens])  # kept when decoding
     return tokenizer
 
@@ -146,8 +147,8 @@ class TranslationTokenizer:
         slots = CopySlots.learn(pairs) if copy_slots else None
         truecaser = Truecaser.learn(pairs)
         # BPE learns the text the model will read: first words in their usual case, slots for names and numbers
-        pairs = [pair for part in in_processes(partial(read_as_the_model_does, truecaser, slots), pairs)
-                 for pair in part]
+        pairs = [pair for part in in_processes(partial(read_as_the_model_does, truecaser, slots), pairs,
+                                               "reading the sample as the model does") for pair in part]
         options = {"split_digits": split_digits, "slot_tokens": SLOT_TOKENS if slots else []}
         if joint:
             return cls(train_bpe([text for pair in pairs for text in pair], vocab_size, **options), None, slots,

@@ -1,23 +1,34 @@
 """data/in_processes.py: a function over chunks of a list on every core, in order, as one process would give it."""
 
+import io
 import os
+import time
+
+from tqdm import tqdm
 
 from data import in_processes as module
 from data.copy_slots import CopySlots
 from data.in_processes import in_processes
 
+SHOWN_AT_ONCE = {"delay": 0, "mininterval": 0, "file": io.StringIO()}  # (a bar in a test: drawn, not seen)
+
 
 def chunk_sum_and_process(items):
+    time.sleep(0.02)  # (long enough that one worker can't take every chunk before the others start)
     return sum(items), os.getpid()
 
 
 def test_the_chunks_cover_the_list_in_order(monkeypatch):
     items = list(range(100_000))
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
-    results = in_processes(chunk_sum_and_process, items)
-    assert len(results) == 4 and sum(total for total, _ in results) == sum(items)
-    assert results[0][0] == sum(range(25_000))  # consecutive chunks, in order
-    assert os.getpid() not in {pid for _, pid in results}  # forked workers
+    bars = []  # the bar made, drawn at every step: its passes add up to the whole
+    monkeypatch.setattr(module, "tqdm", lambda **options: bars.append(tqdm(**options | SHOWN_AT_ONCE)) or bars[-1])
+    results = in_processes(chunk_sum_and_process, items, desc="summing")
+    assert bars[0].desc == "summing" and bars[0].n == bars[0].total > 0
+    size = module.CHUNK  # consecutive chunks of this size, in order
+    assert [total for total, _ in results] == [sum(items[i : i + size]) for i in range(0, len(items), size)]
+    workers = {pid for _, pid in results}
+    assert os.getpid() not in workers and len(workers) > 1  # forked workers, more than one
     assert in_processes(chunk_sum_and_process, items[:1000]) == [(sum(range(1000)), os.getpid())]  # too few: here
 
 

@@ -1,16 +1,21 @@
 """data/splits.py: leak-free, deterministic splits that account for every pair."""
 
+import io
 import random
 from collections import Counter, defaultdict
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from tqdm import tqdm
 
+from data import splits as splits_module
 from data.corpus import CorpusError
 from data.languages import LanguagePair
 from data.readers import read_pairs
 from data.splits import group_key, group_keys, pair_table, split_pairs
+
+SHOWN_AT_ONCE = {"delay": 0, "mininterval": 0, "file": io.StringIO()}  # (a bar in a test: drawn, not seen)
 
 
 def test_group_key_ignores_case_and_punctuation():
@@ -57,12 +62,15 @@ def reference_split(pairs, val_fraction, test_fraction, seed, max_pairs=None):
 
 
 @pytest.mark.parametrize("max_pairs", [None, 12])
-def test_the_arrays_split_as_the_groups_say(max_pairs):
+def test_the_arrays_split_as_the_groups_say(max_pairs, monkeypatch):
     generator = random.Random(5)
     pairs = [(f"{generator.choice(['Go', 'go', 'Run', 'Wait', 'Ça va'])} {generator.randrange(60)}"
               f"{generator.choice('.!?')}", f"t{i}") for i in range(500)]
     expected = reference_split(pairs, 0.05, 0.05, 11, max_pairs)
+    bars = []  # the bar made, drawn at every step: its passes add up to the whole
+    monkeypatch.setattr(splits_module, "tqdm", lambda **options: bars.append(tqdm(**options | SHOWN_AT_ONCE)) or bars[-1])
     splits = split_pairs(pair_table(pairs), 0.05, 0.05, seed=11, max_pairs=max_pairs)
+    assert bars[0].desc == "splitting" and bars[0].n == bars[0].total > 0
     assert list(zip(splits["train"]["src"], [[t] for t in splits["train"]["tgt"]])) == expected["train"]
     for name in ("validation", "test"):
         assert list(zip(splits[name]["src"], splits[name]["refs"])) == expected[name]
