@@ -30,8 +30,8 @@ def test_preparing_ten_times_the_pairs_holds_about_the_same_memory(tmp_path):
     # grew past 24 GB at 300,000 pairs). Bounded against the same code's run on a tenth of the pairs, measured here:
     # the larger one adds its text and ids, and a tokenizing process per core (their own memory).
     settings = {"learn_pairs": 20_000, "vocab_size": 500}
-    small = prepare(generated_corpus(tmp_path / "small.tsv", 10_000), tmp_path / "small", settings)
-    large = prepare(generated_corpus(tmp_path / "large.tsv", 100_000), tmp_path / "large", settings)
+    small = prepare(generated_corpus(tmp_path / "small.tsv", 5_000), tmp_path / "small", settings)
+    large = prepare(generated_corpus(tmp_path / "large.tsv", 50_000), tmp_path / "large", settings)
     assert large["stages"].startswith("read") and "alignments" not in large["stages"]  # no aligned head: no teacher
     text = (tmp_path / "large.tsv").stat().st_size
     assert large["peak_rss"] < 1.3 * small["peak_rss"] + 20 * text, (small, large)

@@ -35,8 +35,10 @@ def test_the_chunks_cover_the_list_in_order(monkeypatch):
 def test_copy_slots_learned_on_every_core_are_those_of_one(monkeypatch):
     names = ["Tom", "Mary", "Oluwaseun", "London", "Daisy"]
     pairs = [(f"{names[i % 5]} saw {i} cats near the House.",  # Daisy is translated, the others copied
-              f"{names[i % 5] if i % 5 < 4 else 'Margarita'} vio {i} gatos cerca de la casa.") for i in range(45_000)]
+              f"{names[i % 5] if i % 5 < 4 else 'Margarita'} vio {i} gatos cerca de la casa.") for i in range(4_500)]
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(module, "AT_LEAST", 1_000)  # (two processes, chunks of 500, on a list this test affords)
+    monkeypatch.setattr(module, "CHUNK", 500)
     parallel = CopySlots.learn(pairs)
     monkeypatch.setattr(module, "AT_LEAST", 10**9)
     serial = CopySlots.learn(pairs)
